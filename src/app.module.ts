@@ -1,0 +1,38 @@
+import { Module } from '@nestjs/common';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuthModule } from './auth/auth.module';
+import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
+import { createValidationPipe } from './common/http/validation';
+import { CommonModule } from './common/common.module';
+import { AppConfig } from './config/app-config';
+import { ConfigModule } from './config/config.module';
+import { dataSourceOptions } from './database/data-source-options';
+import { DevelopersModule } from './developers/developers.module';
+import { HealthModule } from './health/health.module';
+import { LoggingModule } from './logging/logging.module';
+import { QueuesModule } from './queues/queues.module';
+import { WorkspacesModule } from './workspaces/workspaces.module';
+
+/** Wires the feature modules. Used by both entry points: the HTTP API (main.ts) and the worker (worker.ts). */
+@Module({
+  imports: [
+    ConfigModule,
+    LoggingModule,
+    TypeOrmModule.forRootAsync({
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => dataSourceOptions(config.env.DATABASE_URL, config.env.DATABASE_POOL_SIZE),
+    }),
+    QueuesModule,
+    CommonModule,
+    AuthModule,
+    HealthModule,
+    DevelopersModule,
+    WorkspacesModule,
+  ],
+  providers: [
+    { provide: APP_FILTER, useClass: AllExceptionsFilter },
+    { provide: APP_PIPE, useFactory: createValidationPipe },
+  ],
+})
+export class AppModule {}

@@ -1,0 +1,60 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullAdapter } from '@bull-board/api/bullAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import basicAuth from 'express-basic-auth';
+import helmet from 'helmet';
+import { Logger } from 'nestjs-pino';
+import { AppConfig } from './config/app-config';
+import { JobDispatcher } from './queues/job-dispatcher';
+import { ALL_QUEUES } from './queues/queue-names';
+
+export const API_VERSION = '0.1.0';
+
+/** Builds the OpenAPI document of the running app (served at /docs and written by `npm run openapi`). */
+export function buildOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle('Database Control Plane API')
+    .setDescription(
+      'Self-hostable control plane for hosted PostgreSQL databases, compatible with the Nile control-plane API.',
+    )
+    .setVersion(API_VERSION)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, 'jwtBearerAuth')
+    .addSecurityRequirements('jwtBearerAuth')
+    .build();
+  return SwaggerModule.createDocument(app, config, { operationIdFactory: (_controller, method) => method });
+}
+
+/**
+ * Everything the HTTP app needs beyond the module graph; shared by main.ts and the e2e tests so
+ * they exercise the same stack.
+ */
+export function configureApp(app: NestExpressApplication): NestExpressApplication {
+  const config = app.get(AppConfig);
+  app.useLogger(app.get(Logger));
+  app.set('trust proxy', 'loopback');
+  app.disable('x-powered-by');
+  app.use(
+    helmet({
+      contentSecurityPolicy: { directives: { 'form-action': ["'self'", 'http:', 'https:'] } },
+    }),
+  );
+  app.useBodyParser('json', { limit: config.env.BODY_LIMIT_BYTES });
+  app.useBodyParser('urlencoded', { limit: config.env.BODY_LIMIT_BYTES, extended: false });
+
+  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
+
+  if (config.env.OPERATOR_PASSWORD) {
+    const board = new ExpressAdapter();
+    board.setBasePath('/admin/queues');
+    const jobs = app.get(JobDispatcher);
+    createBullBoard({ queues: ALL_QUEUES.map((name) => new BullAdapter(jobs.queue(name))), serverAdapter: board });
+    app.use(
+      '/admin/queues',
+      basicAuth({ users: { operator: config.env.OPERATOR_PASSWORD }, challenge: true, realm: 'queues' }),
+      board.getRouter(),
+    );
+  }
+  return app;
+}

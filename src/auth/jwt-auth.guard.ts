@@ -1,0 +1,31 @@
+import { ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { AuthGuard } from '@nestjs/passport';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { IS_PUBLIC } from './public.decorator';
+
+/** Deny by default: every route needs a valid bearer token unless it is marked @Public(). */
+@Injectable()
+export class JwtAuthGuard extends AuthGuard('jwt') {
+  constructor(private readonly reflector: Reflector) {
+    super();
+  }
+
+  override canActivate(context: ExecutionContext) {
+    const isPublic = this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()]);
+    if (isPublic) return true;
+    return super.canActivate(context);
+  }
+
+  override handleRequest<T>(err: unknown, user: T, info: unknown): T {
+    if (err || !user) {
+      const reason =
+        info instanceof Error && info.name === 'TokenExpiredError'
+          ? 'Access token expired'
+          : 'Missing, invalid or expired bearer token';
+      throw new ApiException(ErrorCode.InvalidCredentials, reason, { headers: { 'WWW-Authenticate': 'Bearer' } });
+    }
+    return user;
+  }
+}

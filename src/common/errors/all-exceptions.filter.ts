@@ -1,0 +1,120 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ThrottlerException } from '@nestjs/throttler';
+import type { Request, Response } from 'express';
+import { QueryFailedError } from 'typeorm';
+import { allowedMethods } from '../http/allowed-methods';
+import { ApiException, ErrorBody } from './api-exception';
+import { ErrorCode } from './error-code';
+
+interface PgError {
+  code?: string;
+  detail?: string;
+  constraint?: string;
+  table?: string;
+}
+
+/**
+ * Writes every error as `{errorCode, message, statusCode}`: ApiExceptions as thrown, Nest/Express
+ * HTTP errors mapped by status, PostgreSQL constraint violations to 409/400, anything else to a
+ * 500 whose details stay in the log.
+ */
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Errors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    if (host.getType() !== 'http') throw exception;
+    const res = host.switchToHttp().getResponse<Response>();
+    const req = host.switchToHttp().getRequest<Request>();
+    const { body, headers } = this.toBody(exception, req);
+    if (body.statusCode >= 500) {
+      this.logger.error({ err: exception, path: req.path, method: req.method }, `${body.errorCode}: ${body.message}`);
+    }
+    if (res.headersSent) return;
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.status(body.statusCode).json(body);
+  }
+
+  private toBody(exception: unknown, req: Request): { body: ErrorBody; headers: Record<string, string> } {
+    if (exception instanceof ApiException) return { body: exception.body, headers: exception.headers };
+    if (exception instanceof ThrottlerException) {
+      return { body: body(ErrorCode.ThresholdExceeded, 'Too many requests; retry later', 429), headers: {} };
+    }
+    if (exception instanceof HttpException) {
+      if (exception.getStatus() === 404 && exception.message.startsWith('Cannot ')) {
+        const allow = allowedMethods(req);
+        if (allow.length) {
+          const message = `${req.method} is not supported on ${req.path}; use ${allow.join(', ')}`;
+          return { body: body(ErrorCode.UnsupportedOperation, message, 405), headers: { Allow: allow.join(', ') } };
+        }
+      }
+      return { body: this.fromHttpException(exception, req), headers: {} };
+    }
+    if (exception instanceof QueryFailedError) {
+      const pg = exception.driverError as PgError;
+      if (pg.code === '23505') {
+        return { body: body(ErrorCode.DuplicateEntity, `Duplicate entity: ${describeUnique(pg)}`, 409), headers: {} };
+      }
+      if (pg.code === '23503' || pg.code === '23514' || pg.code === '23502') {
+        return {
+          body: body(ErrorCode.ConstraintViolation, 'The request violates a data constraint', 400),
+          headers: {},
+        };
+      }
+      if (pg.code === '22P02' || pg.code === '22001' || pg.code === '22003' || pg.code === '22007') {
+        return { body: body(ErrorCode.BadRequest, 'A value in the request is not valid', 400), headers: {} };
+      }
+    }
+    const typed = exception as { type?: string; status?: number; expose?: boolean };
+    // body-parser errors that reached us without being HttpExceptions
+    if (typed?.type === 'entity.parse.failed')
+      return { body: body(ErrorCode.BadRequest, 'Malformed JSON body', 400), headers: {} };
+    if (typed?.type === 'entity.too.large')
+      return { body: body(ErrorCode.BadRequest, 'Request body is too large', 413), headers: {} };
+    return { body: body(ErrorCode.InternalError, 'An unexpected error occurred', 500), headers: {} };
+  }
+
+  private fromHttpException(exception: HttpException, req: Request): ErrorBody {
+    const status: number = exception.getStatus();
+    const response = exception.getResponse();
+    const detail: unknown = typeof response === 'object' && 'message' in response ? response.message : undefined;
+    const message = Array.isArray(detail)
+      ? detail.join('; ')
+      : typeof detail === 'string' && detail
+        ? detail
+        : exception.message;
+    switch (status) {
+      case 404: // not found
+        return body(
+          ErrorCode.EntityNotFound,
+          message.startsWith('Cannot ') ? `No route for ${req.method} ${req.path}` : message,
+          status,
+        );
+      case 401: // unauthorized
+        return body(ErrorCode.InvalidCredentials, 'Missing, invalid or expired bearer token', status);
+      case 403: // forbidden
+        return body(ErrorCode.ForbiddenOperation, message, status);
+      case 405: // method not allowed
+        return body(ErrorCode.UnsupportedOperation, message, status);
+      case 409: // conflict
+        return body(ErrorCode.DuplicateEntity, message, status);
+      case 413: // payload too large
+        return body(ErrorCode.BadRequest, 'Request body is too large', status);
+      case 429: // too many requests
+        return body(ErrorCode.ThresholdExceeded, message, status);
+      default:
+        if (status >= 500) return body(ErrorCode.InternalError, 'An unexpected error occurred', status);
+        if (status === 400 && /JSON/i.test(message)) return body(ErrorCode.BadRequest, 'Malformed JSON body', status);
+        return body(ErrorCode.BadRequest, message || 'Bad request', status);
+    }
+  }
+}
+
+function body(errorCode: ErrorCode, message: string, statusCode: number): ErrorBody {
+  return { errorCode, message, statusCode };
+}
+
+function describeUnique(pg: PgError): string {
+  const match = /\((.+)\)=\((.+)\)/.exec(pg.detail ?? '');
+  return match ? `${match[1]} '${match[2]}' already exists` : (pg.constraint ?? 'already exists');
+}

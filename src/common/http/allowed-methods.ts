@@ -1,0 +1,25 @@
+import type { Request } from 'express';
+
+interface RouteLayer {
+  route?: { methods: Record<string, boolean> };
+  match(path: string): boolean;
+}
+
+/**
+ * The methods the router serves at a path, so that a wrong method on a known path answers 405
+ * with `Allow` instead of Express's 404.
+ */
+export function allowedMethods(req: Request): string[] {
+  const stack = (req.app as unknown as { router?: { stack?: RouteLayer[] } }).router?.stack ?? [];
+  const methods = new Set<string>();
+  for (const layer of stack) {
+    // Catch-all routes (registered for every method) say nothing about this path.
+    if (!layer.route || layer.route.methods._all || Object.keys(layer.route.methods).length > 8) continue;
+    try {
+      if (layer.match(req.path)) Object.keys(layer.route.methods).forEach((m) => methods.add(m.toUpperCase()));
+    } catch {
+      // a layer that cannot match this path
+    }
+  }
+  return [...methods].sort();
+}

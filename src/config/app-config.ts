@@ -1,0 +1,46 @@
+import { Region } from './regions';
+import { EnvironmentVariables, validateEnvironment } from './environment';
+import { resolveSecrets, Secrets } from './secrets';
+
+/**
+ * The service's typed configuration, read and validated once at boot. Inject `AppConfig`
+ * anywhere; secrets live on it but are never serialised (see toJSON).
+ */
+export class AppConfig {
+  readonly env: EnvironmentVariables;
+  readonly secrets: Secrets;
+
+  constructor(env: EnvironmentVariables, secrets: Secrets) {
+    this.env = env;
+    this.secrets = secrets;
+  }
+
+  static fromEnvironment(raw: Record<string, unknown> = process.env): AppConfig {
+    const env = validateEnvironment(raw);
+    return new AppConfig(env, resolveSecrets(env));
+  }
+
+  get publicUrl(): string {
+    return this.env.PUBLIC_URL.replace(/\/+$/, '');
+  }
+
+  get workersEnabled(): boolean {
+    return this.env.WORKERS === 'on';
+  }
+
+  dataPlaneUrl(region: Region): string {
+    const override = this.env[`DATA_PLANE_URL_${region}` as keyof EnvironmentVariables];
+    return typeof override === 'string' && override ? override : this.env.DATA_PLANE_URL;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      env: {
+        ...this.env,
+        JWT_PRIVATE_KEY: undefined,
+        CREDENTIAL_ENCRYPTION_KEYS: undefined,
+        OPERATOR_PASSWORD: undefined,
+      },
+    };
+  }
+}

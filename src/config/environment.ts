@@ -1,0 +1,209 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+} from 'class-validator';
+
+const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+const toBool = ({ value }: { value: unknown }) => {
+  if (value === undefined || value === '') return undefined;
+  return typeof value === 'boolean'
+    ? value
+    : typeof value === 'string' && ['1', 'true', 'yes', 'on'].includes(value.toLowerCase());
+};
+const dbUrl = { protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true };
+
+/**
+ * Every environment variable the service reads, with its default. Validated once at boot;
+ * the process exits listing every variable that is wrong.
+ */
+export class EnvironmentVariables {
+  @IsIn(['development', 'production', 'test'])
+  NODE_ENV: 'development' | 'production' | 'test' = 'development';
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT = 3000;
+
+  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  PUBLIC_URL = 'http://localhost:3000';
+
+  @IsUrl(dbUrl)
+  DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/control_plane';
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  DATABASE_POOL_SIZE = 4;
+
+  @IsUrl({ protocols: ['redis', 'rediss'], require_tld: false, require_protocol: true })
+  REDIS_URL = 'redis://127.0.0.1:6379';
+
+  /** Prefix of every Bull key in Redis; lets several deployments (or test runs) share one Redis. */
+  @IsString()
+  @MinLength(1)
+  QUEUE_PREFIX = 'bull';
+
+  @IsUrl({ protocols: ['smtp', 'smtps'], require_tld: false, require_protocol: true })
+  SMTP_URL = 'smtp://127.0.0.1:1025';
+
+  @IsString()
+  @MinLength(3)
+  MAIL_FROM = 'Database Control Plane <no-reply@localhost>';
+
+  @IsUrl(dbUrl)
+  DATA_PLANE_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+  @IsOptional()
+  @IsUrl(dbUrl)
+  DATA_PLANE_URL_AWS_US_WEST_2?: string;
+
+  @IsOptional()
+  @IsUrl(dbUrl)
+  DATA_PLANE_URL_AWS_EU_CENTRAL_1?: string;
+
+  @IsOptional()
+  @IsUrl(dbUrl)
+  DATA_PLANE_URL_AZURE_EASTUS?: string;
+
+  /** Host (and port) customers connect to, when it differs from the admin connection's host. */
+  @IsOptional()
+  @IsString()
+  DATA_PLANE_PUBLIC_HOST?: string;
+
+  /** Prefix of physical database and owner-role names on the data plane (lets test runs share a server). */
+  @Matches(/^[a-z][a-z0-9_]{0,19}$/)
+  DATA_PLANE_NAME_PREFIX = 'cp_';
+
+  @IsIn(['on', 'off'])
+  WORKERS: 'on' | 'off' = 'on';
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+
+  @Transform(toBool)
+  @IsBoolean()
+  LOG_PRETTY = false;
+
+  /** RS256 private key (PEM) that signs access tokens. Required in production. */
+  @IsOptional()
+  @IsString()
+  @MinLength(100)
+  JWT_PRIVATE_KEY?: string;
+
+  /**
+   * Keys that encrypt stored credential passwords: `id:base64key[,id:base64key...]`, 32-byte keys,
+   * the first encrypts, all decrypt (so keys can be rotated). Required in production.
+   */
+  @IsOptional()
+  @IsString()
+  @MinLength(10)
+  CREDENTIAL_ENCRYPTION_KEYS?: string;
+
+  /** Where development secrets are generated and kept when the two above are not set. */
+  @IsString()
+  SECRETS_FILE = '.secrets/development.json';
+
+  @IsString()
+  @MinLength(1)
+  JWT_ISSUER = 'http://localhost:3000';
+
+  @IsString()
+  @MinLength(1)
+  JWT_AUDIENCE = 'control-plane';
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(30)
+  @Max(86400)
+  ACCESS_TOKEN_TTL_SECONDS = 3600;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(60)
+  REFRESH_TOKEN_TTL_SECONDS = 30 * 86400;
+
+  /** Enables the queue dashboard at /admin/queues (HTTP basic auth, user `operator`). */
+  @IsOptional()
+  @IsString()
+  @MinLength(12)
+  OPERATOR_PASSWORD?: string;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  DATABASE_DELETION_GRACE_SECONDS = 86400;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(50)
+  DATABASE_POOL_TARGET = 2;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  INVITE_TTL_SECONDS = 7 * 86400;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
+  RECONCILE_INTERVAL_SECONDS = 30;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  JOB_ATTEMPTS = 8;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  JOB_BACKOFF_MS = 2000;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  RATE_LIMIT_AUTH_PER_MINUTE = 20;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  BODY_LIMIT_BYTES = 100 * 1024;
+}
+
+export class InvalidEnvironmentError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+/** Reads and validates the environment; throws InvalidEnvironmentError naming each bad variable. */
+export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVariables {
+  const known = Object.keys(new EnvironmentVariables());
+  const relevant = Object.fromEntries(
+    Object.entries(raw).filter(([k, v]) => (known.includes(k) || k.startsWith('DATA_PLANE_URL_')) && v !== ''),
+  );
+  const env = plainToInstance(EnvironmentVariables, relevant, { exposeDefaultValues: true });
+  const problems = validateSync(env, { skipMissingProperties: false, forbidUnknownValues: false }).map(
+    (e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')}`,
+  );
+  if (env.NODE_ENV === 'production') {
+    if (!env.JWT_PRIVATE_KEY) problems.push('JWT_PRIVATE_KEY: required when NODE_ENV=production');
+    if (!env.CREDENTIAL_ENCRYPTION_KEYS) problems.push('CREDENTIAL_ENCRYPTION_KEYS: required when NODE_ENV=production');
+  }
+  if (problems.length) throw new InvalidEnvironmentError(problems);
+  return env;
+}

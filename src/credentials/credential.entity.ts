@@ -1,0 +1,51 @@
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { DatabaseEntity } from '../databases/database.entity';
+import { CredentialRotationEntity } from './credential-rotation.entity';
+
+/**
+ * A credential is a PostgreSQL role on the database's server; `id` is the role name. The password
+ * is stored only encrypted. `expiresAt` set means "drop the role at that time"; `dropped` records it done.
+ */
+@Entity('credentials')
+@Index(['databaseId', 'created'])
+export class CredentialEntity {
+  @PrimaryColumn({ type: 'uuid' })
+  id!: string;
+
+  @Column({ name: 'database_id', type: 'uuid' })
+  databaseId!: string;
+
+  @ManyToOne(() => DatabaseEntity, { onDelete: 'RESTRICT' })
+  @JoinColumn({ name: 'database_id' })
+  database?: DatabaseEntity;
+
+  /** AES-256-GCM ciphertext of the password, `keyId:iv:tag:data` (base64 parts). */
+  @Column({ name: 'password_ciphertext', type: 'text', select: false })
+  passwordCiphertext!: string;
+
+  @Column({ type: 'boolean', default: false })
+  internal!: boolean;
+
+  @Column({ type: 'varchar', length: 200, nullable: true })
+  tenant!: string | null;
+
+  @Column({ name: 'created_by', type: 'uuid', nullable: true })
+  createdBy!: string | null;
+
+  @Index()
+  @Column({ name: 'expires_at', type: 'timestamptz', nullable: true })
+  expiresAt!: Date | null;
+
+  @Column({ name: 'expired_by_rotation_id', type: 'uuid', nullable: true })
+  expiredByRotationId!: string | null;
+
+  @ManyToOne(() => CredentialRotationEntity, { onDelete: 'SET NULL' })
+  @JoinColumn({ name: 'expired_by_rotation_id' })
+  expiredByRotation?: CredentialRotationEntity;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  dropped!: Date | null;
+
+  @CreateDateColumn({ type: 'timestamptz' })
+  created!: Date;
+}

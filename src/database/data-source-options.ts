@@ -1,0 +1,62 @@
+import { Client } from 'pg';
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { MIGRATIONS } from '../migrations';
+import { ENTITIES } from './entities';
+
+/** The one TypeORM configuration, used by the app, the migration CLI (ormconfig.ts) and the tests. */
+export function dataSourceOptions(url: string, poolSize = 4): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    synchronize: false,
+    migrationsRun: false,
+    uuidExtension: 'pgcrypto',
+    installExtensions: false,
+    extra: { max: poolSize, connectionTimeoutMillis: 5000 },
+    logging: ['error', 'warn', 'migration'],
+  };
+}
+
+/** Creates the metadata database when it does not exist yet (first run just works). */
+export async function ensureDatabaseExists(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount) {
+      await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04' && err.code !== '23505') throw err; // created concurrently by another process
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Runs pending migrations under an advisory lock, so an API and a worker starting together
+ * never run them twice.
+ */
+export async function migrateDatabase(url: string): Promise<string[]> {
+  await ensureDatabaseExists(url);
+  const dataSource = new DataSource(dataSourceOptions(url, 1));
+  await dataSource.initialize();
+  try {
+    await dataSource.query('SELECT pg_advisory_lock(727274)');
+    try {
+      const done = await dataSource.runMigrations({ transaction: 'each' });
+      return done.map((m) => m.name);
+    } finally {
+      await dataSource.query('SELECT pg_advisory_unlock(727274)');
+    }
+  } finally {
+    await dataSource.destroy();
+  }
+}

@@ -1,0 +1,26 @@
+import { AuthorizationCodeEntity } from '../auth/oauth/authorization-code.entity';
+import { OAuthClientEntity } from '../auth/oauth/oauth-client.entity';
+import { RefreshTokenEntity } from '../auth/oauth/refresh-token.entity';
+import { CredentialRotationEntity } from '../credentials/credential-rotation.entity';
+import { CredentialEntity } from '../credentials/credential.entity';
+import { DatabaseEntity } from '../databases/database.entity';
+import { PooledDatabaseEntity } from '../databases/pooled-database.entity';
+import { DeveloperEntity } from '../developers/developer.entity';
+import { InviteEntity } from '../invites/invite.entity';
+import { WorkspaceMemberEntity } from '../workspaces/workspace-member.entity';
+import { WorkspaceEntity } from '../workspaces/workspace.entity';
+
+/** Every entity of the metadata database, listed once for the app and the migration CLI. */
+export const ENTITIES = [
+  DeveloperEntity,
+  OAuthClientEntity,
+  AuthorizationCodeEntity,
+  RefreshTokenEntity,
+  WorkspaceEntity,
+  WorkspaceMemberEntity,
+  InviteEntity,
+  DatabaseEntity,
+  PooledDatabaseEntity,
+  CredentialEntity,
+  CredentialRotationEntity,
+];

@@ -1,0 +1,79 @@
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryGeneratedColumn,
+  UpdateDateColumn,
+} from 'typeorm';
+import type { Region } from '../config/regions';
+import { WorkspaceEntity } from '../workspaces/workspace.entity';
+
+export enum DatabaseStatus {
+  Pending = 'PENDING',
+  Requested = 'REQUESTED',
+  Built = 'BUILT',
+  Pooled = 'POOLED',
+  Ready = 'READY',
+}
+
+/**
+ * A customer database. The row is the desired state: REQUESTED means "build it", a `deleted`
+ * timestamp with no `finalized` means "drop it once deletionDueAt has passed". Finalized rows stay
+ * as tombstones for billing history.
+ */
+@Entity('databases')
+@Index(['workspaceId', 'name'], { unique: true, where: '"deleted" IS NULL' })
+@Index(['workspaceId', 'created'])
+export class DatabaseEntity {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'workspace_id', type: 'uuid' })
+  workspaceId!: string;
+
+  @ManyToOne(() => WorkspaceEntity, { onDelete: 'RESTRICT' })
+  @JoinColumn({ name: 'workspace_id' })
+  workspace?: WorkspaceEntity;
+
+  @Column({ type: 'varchar', length: 63 })
+  name!: string;
+
+  @Column({ type: 'varchar', length: 40 })
+  region!: Region;
+
+  @Column({ type: 'boolean', default: false })
+  sharded!: boolean;
+
+  @Column({ type: 'enum', enum: DatabaseStatus, enumName: 'database_status', default: DatabaseStatus.Requested })
+  status!: DatabaseStatus;
+
+  /** Name of the PostgreSQL database on the region's server; never derived from the user's name. */
+  @Column({ name: 'physical_name', type: 'varchar', length: 63, unique: true })
+  physicalName!: string;
+
+  /** The last provisioning or finalization failure, for operators. */
+  @Column({ name: 'last_error', type: 'text', nullable: true })
+  lastError!: string | null;
+
+  @Column({ name: 'provision_attempts', type: 'int', default: 0 })
+  provisionAttempts!: number;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  deleted!: Date | null;
+
+  @Index()
+  @Column({ name: 'deletion_due_at', type: 'timestamptz', nullable: true })
+  deletionDueAt!: Date | null;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  finalized!: Date | null;
+
+  @CreateDateColumn({ type: 'timestamptz' })
+  created!: Date;
+
+  @UpdateDateColumn({ type: 'timestamptz' })
+  updated!: Date;
+}

@@ -1,0 +1,20 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
+import { CurrentDeveloper } from '../auth/current-developer.decorator';
+import { ApiErrors } from '../common/http/api-errors.decorator';
+import { DeveloperResponse } from './developer.response';
+import { DevelopersService } from './developers.service';
+
+@ApiTags('developers')
+@Controller('developers')
+export class DevelopersController {
+  constructor(private readonly developers: DevelopersService) {}
+
+  @Get('me')
+  @ApiOperation({ operationId: 'identifyDeveloper', summary: 'Identify the developer behind the presented token' })
+  @ApiErrors(401)
+  me(@CurrentDeveloper() caller: AuthenticatedDeveloper): Promise<DeveloperResponse> {
+    return this.developers.describe(caller.id);
+  }
+}

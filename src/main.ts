@@ -1,0 +1,18 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { AppModule } from './app.module';
+import { configureApp } from './app.setup';
+import { Logger } from 'nestjs-pino';
+import { bootstrapChecks } from './bootstrap';
+import { closeOnSignals } from './shutdown';
+
+async function main(): Promise<void> {
+  const config = await bootstrapChecks();
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { bufferLogs: true, bodyParser: false });
+  configureApp(app);
+  closeOnSignals(app, app.get(Logger));
+  await app.listen(config.env.PORT);
+}
+
+void main();

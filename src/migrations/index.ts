@@ -1,0 +1,4 @@
+import { InitialSchema1795252276538 } from './1795252276538-InitialSchema';
+
+/** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
+export const MIGRATIONS: (new () => object)[] = [InitialSchema1795252276538];

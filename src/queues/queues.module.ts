@@ -1,0 +1,44 @@
+import { BullModule } from '@nestjs/bull';
+import { Global, Module, OnApplicationShutdown } from '@nestjs/common';
+import Redis from 'ioredis';
+import { AppConfig } from '../config/app-config';
+import { JobDispatcher } from './job-dispatcher';
+import { ALL_QUEUES } from './queue-names';
+import { Reconciler } from './reconciler';
+
+/**
+ * Every Redis connection the queues open. Bull's own close waits for a connection that may never
+ * come (Redis down) and leaves reconnect timers behind; shutdown disconnects all of them.
+ */
+const redisClients = new Set<Redis>();
+
+@Global()
+@Module({
+  imports: [
+    BullModule.forRootAsync({
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => ({
+        prefix: config.env.QUEUE_PREFIX,
+        createClient: (type) => {
+          const client = new Redis(config.env.REDIS_URL, {
+            // Blocking and subscriber connections must not give up on a command (Bull's requirement).
+            ...(type === 'client' ? {} : { maxRetriesPerRequest: null, enableReadyCheck: false }),
+            lazyConnect: false,
+          });
+          client.on('error', () => undefined); // connection errors surface through /health and job retries
+          redisClients.add(client);
+          client.once('end', () => redisClients.delete(client));
+          return client;
+        },
+      }),
+    }),
+    BullModule.registerQueue(...ALL_QUEUES.map((name) => ({ name }))),
+  ],
+  providers: [JobDispatcher, Reconciler],
+  exports: [BullModule, JobDispatcher, Reconciler],
+})
+export class QueuesModule implements OnApplicationShutdown {
+  onApplicationShutdown(): void {
+    for (const client of redisClients) client.disconnect();
+  }
+}

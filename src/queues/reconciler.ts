@@ -1,0 +1,50 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+
+export type ReconcileTask = () => Promise<unknown>;
+
+/**
+ * The periodic loop that makes lost jobs harmless: every interval it asks each registered task to
+ * re-enqueue (or finish) work for resources not yet in their desired state. Runs only where
+ * workers run. Tasks are idempotent; jobs carry deterministic ids, so overlap just collapses.
+ */
+@Injectable()
+export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(Reconciler.name);
+  private readonly tasks = new Map<string, ReconcileTask>();
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+
+  constructor(private readonly config: AppConfig) {}
+
+  register(name: string, task: ReconcileTask): void {
+    this.tasks.set(name, task);
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.config.workersEnabled) return;
+    this.timer = setInterval(() => void this.runOnce(), this.config.env.RECONCILE_INTERVAL_SECONDS * 1000);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One pass over every task (also used by tests and the `reconcile` operator command). */
+  runOnce(): Promise<void> {
+    this.running ??= this.pass().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async pass(): Promise<void> {
+    for (const [name, task] of this.tasks) {
+      try {
+        await task();
+      } catch (err) {
+        this.logger.error({ err, task: name }, 'reconcile task failed');
+      }
+    }
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * The workspace slug rule: ASCII only, lower-cased; spaces, non-ASCII characters and characters
+ * unsafe in a URL path become hyphens; runs of hyphens collapse and none lead or trail.
+ * Returns '' when nothing usable is left (the caller refuses such a name).
+ */
+export function slugify(name: string): string {
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^-+|-+$/g, '');
+}

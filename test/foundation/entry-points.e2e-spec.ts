@@ -1,0 +1,58 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+const root = join(__dirname, '..', '..');
+
+function run(script: string, env: Record<string, string>, onOutput?: (text: string, stop: () => void) => void) {
+  return new Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }>((resolve) => {
+    const child = spawn(process.execPath, [join(root, 'dist/src', script)], {
+      env: { ...process.env, LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const stop = () => child.kill('SIGTERM');
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString();
+      onOutput?.(output, stop);
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    const guard = setTimeout(() => child.kill('SIGKILL'), 30000);
+    child.on('exit', (code, signal) => {
+      clearTimeout(guard);
+      resolve({ code, signal, output });
+    });
+  });
+}
+
+describe('entry points (built app)', () => {
+  it('refuses to start in production without secrets, naming each missing variable', async () => {
+    const result = await run('main.js', {
+      NODE_ENV: 'production',
+      JWT_PRIVATE_KEY: '',
+      CREDENTIAL_ENCRYPTION_KEYS: '',
+    });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('JWT_PRIVATE_KEY: required when NODE_ENV=production');
+    expect(result.output).toContain('CREDENTIAL_ENCRYPTION_KEYS: required when NODE_ENV=production');
+  });
+
+  it('refuses to start with an invalid variable, naming it', async () => {
+    const result = await run('main.js', { PORT: 'not-a-port' });
+    expect(result.code).toBe(1);
+    expect(result.output).toMatch(/PORT: .*integer/);
+  });
+
+  it('boots the worker alone and shuts it down cleanly on SIGTERM', async () => {
+    let stopped = false;
+    const result = await run('worker.js', { QUEUE_PREFIX: `worker-smoke-${Date.now()}` }, (text, stop) => {
+      if (!stopped && text.includes('worker started')) {
+        stopped = true;
+        stop();
+      }
+    });
+    expect(stopped).toBe(true);
+    expect(result.code === 0 || result.signal === 'SIGTERM').toBe(true);
+    expect(result.code).toBe(0);
+  });
+});

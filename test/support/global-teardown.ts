@@ -1,0 +1,34 @@
+import { Client } from 'pg';
+
+/** Drops this run's metadata database and whatever it left on the data plane. */
+export default async function globalTeardown(): Promise<void> {
+  const url = process.env.DATABASE_URL;
+  if (url?.includes('/cp_test_')) {
+    const admin = new URL(url);
+    const name = admin.pathname.slice(1);
+    admin.pathname = '/postgres';
+    const client = new Client({ connectionString: admin.toString() });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+    await client.end();
+  }
+  const prefix = process.env.DATA_PLANE_NAME_PREFIX;
+  if (prefix && process.env.DATA_PLANE_URL && !process.env.KEEP_TEST_DATA) {
+    const dp = new Client({ connectionString: process.env.DATA_PLANE_URL });
+    await dp.connect();
+    const like = `${prefix.replace(/_/g, '\\_')}%`;
+    const dbs = await dp.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [like]);
+    for (const { datname } of dbs.rows)
+      await dp.query(`DROP DATABASE IF EXISTS ${dp.escapeIdentifier(datname)} WITH (FORCE)`);
+    const members = await dp.query<{ rolname: string }>(
+      `SELECT DISTINCT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member
+         JOIN pg_roles o ON o.oid = m.roleid WHERE o.rolname LIKE $1`,
+      [like],
+    );
+    const owners = await dp.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname LIKE $1', [like]);
+    for (const { rolname } of [...members.rows, ...owners.rows]) {
+      await dp.query(`DROP ROLE IF EXISTS ${dp.escapeIdentifier(rolname)}`).catch(() => undefined);
+    }
+    await dp.end();
+  }
+}
