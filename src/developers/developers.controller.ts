@@ -4,17 +4,17 @@ import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DeveloperResponse } from './developer.response';
-import { DevelopersService } from './developers.service';
+import { DeveloperProfiles } from './developer-profiles.service';
 
 @ApiTags('developers')
 @Controller('developers')
 export class DevelopersController {
-  constructor(private readonly developers: DevelopersService) {}
+  constructor(private readonly profiles: DeveloperProfiles) {}
 
   @Get('me')
   @ApiOperation({ operationId: 'identifyDeveloper', summary: 'Identify the developer behind the presented token' })
   @ApiErrors(401)
   me(@CurrentDeveloper() caller: AuthenticatedDeveloper): Promise<DeveloperResponse> {
-    return this.developers.describe(caller.id);
+    return this.profiles.describe(caller.id);
   }
 }

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, Repository } from 'typeorm';
+import { In, IsNull, Repository } from 'typeorm';
 import { DeveloperEntity } from './developer.entity';
-import type { DeveloperResponse } from './developer.response';
 
 @Injectable()
 export class DevelopersService {
@@ -13,9 +12,14 @@ export class DevelopersService {
     return this.developers.findOne({ select: { id: true, email: true, kind: true }, where: { id, deleted: IsNull() } });
   }
 
-  /** The Developer representation: its workspaces and database ids come from the membership tables. */
-  async describe(id: string): Promise<DeveloperResponse> {
-    const developer = await this.developers.findOneByOrFail({ id });
-    return { id: developer.id, email: developer.email, kind: developer.kind, workspaces: [], databases: [] };
+  /** Active developers by id (the order of the ids is kept). */
+  async findActiveMany(ids: string[]): Promise<Pick<DeveloperEntity, 'id' | 'email' | 'kind'>[]> {
+    if (!ids.length) return [];
+    const rows = await this.developers.find({
+      select: { id: true, email: true, kind: true },
+      where: { id: In(ids), deleted: IsNull() },
+    });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.flatMap((id) => byId.get(id) ?? []);
   }
 }

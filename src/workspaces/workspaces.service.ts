@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
@@ -51,5 +51,101 @@ export class WorkspacesService {
       .innerJoin(WorkspaceMemberEntity, 'm', 'm.workspace_id = w.id AND m.developer_id = :developerId', { developerId })
       .where('w.slug = :slug', { slug: slug.toLowerCase() })
       .getOne();
+  }
+
+  isMember(workspaceId: string, developerId: string): Promise<boolean> {
+    return this.dataSource.getRepository(WorkspaceMemberEntity).existsBy({ workspaceId, developerId });
+  }
+
+  /** Ids of the workspace's members, in the order they joined. */
+  async memberIds(workspaceId: string): Promise<string[]> {
+    const rows = await this.dataSource
+      .getRepository(WorkspaceMemberEntity)
+      .find({ select: { developerId: true }, where: { workspaceId }, order: { created: 'ASC', developerId: 'ASC' } });
+    return rows.map((r) => r.developerId);
+  }
+
+  /** Adds a member (a no-op when already a member), inside the caller's transaction when given. */
+  async addMember(
+    workspaceId: string,
+    developerId: string,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<void> {
+    await manager
+      .createQueryBuilder()
+      .insert()
+      .into(WorkspaceMemberEntity)
+      .values({ workspaceId, developerId })
+      .orIgnore()
+      .execute();
+  }
+
+  /**
+   * Removes a member; access ends with this commit (the guard reads membership on every request).
+   * The workspace row is locked so two concurrent removals cannot leave it without members.
+   */
+  async removeMember(workspace: WorkspaceEntity, developerId: string): Promise<void> {
+    await this.dataSource.transaction(async (tx) => {
+      await tx
+        .getRepository(WorkspaceEntity)
+        .createQueryBuilder('w')
+        .setLock('pessimistic_write')
+        .where({ id: workspace.id })
+        .getOne();
+      const members = tx.getRepository(WorkspaceMemberEntity);
+      if (!(await members.existsBy({ workspaceId: workspace.id, developerId }))) {
+        throw new ApiException(ErrorCode.EntityNotFound, 'No such developer in this workspace');
+      }
+      if ((await members.countBy({ workspaceId: workspace.id })) === 1) {
+        throw new ApiException(ErrorCode.ForbiddenOperation, 'The last member of a workspace cannot be removed');
+      }
+      await members.delete({ workspaceId: workspace.id, developerId });
+    });
+  }
+
+  /**
+   * For each developer, the workspaces they belong to; with `sharedWith`, only those that developer
+   * is a member of too (so a listing never reveals other workspaces).
+   */
+  async workspacesOf(developerIds: string[], sharedWith?: string): Promise<Map<string, WorkspaceEntity[]>> {
+    const result = new Map<string, WorkspaceEntity[]>(developerIds.map((id) => [id, []]));
+    if (!developerIds.length) return result;
+    const query = this.dataSource
+      .createQueryBuilder()
+      .select(['m.developer_id AS member_id', 'w.id AS id', 'w.name AS name', 'w.slug AS slug'])
+      .addSelect(['w.billing_customer_id AS billing_customer_id', 'w.created AS created'])
+      .from(WorkspaceMemberEntity, 'm')
+      .innerJoin(WorkspaceEntity, 'w', 'w.id = m.workspace_id')
+      .where('m.developer_id IN (:...developerIds)', { developerIds })
+      .orderBy('w.created', 'ASC')
+      .addOrderBy('w.id', 'ASC');
+    if (sharedWith) {
+      query.andWhere(
+        'EXISTS (SELECT 1 FROM workspace_members s WHERE s.workspace_id = w.id AND s.developer_id = :sharedWith)',
+        { sharedWith },
+      );
+    }
+    type Row = {
+      member_id: string;
+      id: string;
+      name: string;
+      slug: string;
+      billing_customer_id: string | null;
+      created: Date;
+    };
+    for (const row of await query.getRawMany<Row>()) {
+      result
+        .get(row.member_id)
+        ?.push(
+          this.workspaces.create({
+            id: row.id,
+            name: row.name,
+            slug: row.slug,
+            billingCustomerId: row.billing_customer_id,
+            created: row.created,
+          }),
+        );
+    }
+    return result;
   }
 }

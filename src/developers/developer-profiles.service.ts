@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import { WorkspaceResponse } from '../workspaces/workspace.response';
+import { WorkspacesService } from '../workspaces/workspaces.service';
+import type { DeveloperEntity } from './developer.entity';
+import { DeveloperResponse } from './developer.response';
+import { DevelopersService } from './developers.service';
+
+/**
+ * The `Developer` representation: identity plus the workspaces (and their databases) the developer
+ * may access. Seen by another developer, only workspaces both share are shown.
+ */
+@Injectable()
+export class DeveloperProfiles {
+  constructor(
+    private readonly developers: DevelopersService,
+    private readonly workspaces: WorkspacesService,
+  ) {}
+
+  async describe(developerId: string): Promise<DeveloperResponse> {
+    const [profile] = await this.profiles([developerId]);
+    if (!profile) throw new ApiException(ErrorCode.EntityNotFound, 'Developer not found');
+    return profile;
+  }
+
+  /** The members of a workspace, as the caller may see them. */
+  async membersOf(workspace: WorkspaceEntity, callerId: string): Promise<DeveloperResponse[]> {
+    return this.profiles(await this.workspaces.memberIds(workspace.id), callerId);
+  }
+
+  private async profiles(ids: string[], sharedWith?: string): Promise<DeveloperResponse[]> {
+    const developers = await this.developers.findActiveMany(ids);
+    const workspaces = await this.workspaces.workspacesOf(
+      developers.map((d) => d.id),
+      sharedWith,
+    );
+    return developers.map((d) => this.toResponse(d, workspaces.get(d.id) ?? []));
+  }
+
+  private toResponse(
+    developer: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>,
+    workspaces: WorkspaceEntity[],
+  ): DeveloperResponse {
+    return {
+      id: developer.id,
+      email: developer.email,
+      kind: developer.kind,
+      workspaces: workspaces.map((w) => WorkspaceResponse.from(w)),
+      databases: [],
+    };
+  }
+}

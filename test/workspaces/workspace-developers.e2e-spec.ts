@@ -1,0 +1,88 @@
+import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
+
+describe('developers of a workspace', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  const unique = () => Math.random().toString(36).slice(2, 8);
+
+  async function workspaceWith(...members: { developer: { id: string }; auth: object }[]) {
+    const [owner, ...rest] = members;
+    const ws = (
+      await t.http
+        .post('/workspaces')
+        .set(owner.auth)
+        .send({ name: `Team ${unique()}` })
+        .expect(201)
+    ).body;
+    for (const m of rest) {
+      await t.dataSource.query('INSERT INTO workspace_members (workspace_id, developer_id) VALUES ($1, $2)', [
+        ws.id,
+        m.developer.id,
+      ]);
+    }
+    return ws as { id: string; slug: string };
+  }
+
+  it('lists the members, showing only workspaces the caller shares with them', async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const colleague = await createDeveloperWithToken(t.app);
+    const shared = await workspaceWith(me, colleague);
+    const colleaguePrivate = await workspaceWith(colleague);
+    const res = await t.http.get(`/workspaces/${shared.slug}/developers`).set(me.auth).expect(200);
+    expect(res.body).toHaveLength(2);
+    const seen = res.body.find((d: { id: string }) => d.id === colleague.developer.id);
+    expect(seen).toMatchObject({ email: colleague.developer.email, kind: 'HUMAN', databases: expect.any(Array) });
+    expect(seen.workspaces.map((w: { id: string }) => w.id)).toEqual([shared.id]);
+    expect(JSON.stringify(res.body)).not.toContain(colleaguePrivate.id);
+  });
+
+  it('removes a developer, whose next request to the workspace is refused', async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const colleague = await createDeveloperWithToken(t.app);
+    const ws = await workspaceWith(me, colleague);
+    await t.http.get(`/workspaces/${ws.slug}`).set(colleague.auth).expect(200);
+    await t.http.delete(`/workspaces/${ws.slug}/developers/${colleague.developer.id}`).set(me.auth).expect(204);
+    const res = await t.http.get(`/workspaces/${ws.slug}`).set(colleague.auth).expect(403);
+    expect(res.body.errorCode).toBe('unauthorized_workspace_access');
+    const rows = await t.dataSource.query('SELECT developer_id FROM workspace_members WHERE workspace_id = $1', [
+      ws.id,
+    ]);
+    expect(rows).toEqual([{ developer_id: me.developer.id }]);
+    const me2 = await t.http.get('/developers/me').set(colleague.auth).expect(200);
+    expect(me2.body.workspaces).toEqual([]);
+  });
+
+  it('refuses to remove the last member', async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const ws = await workspaceWith(me);
+    const res = await t.http.delete(`/workspaces/${ws.slug}/developers/${me.developer.id}`).set(me.auth).expect(403);
+    expect(res.body).toMatchObject({
+      errorCode: 'forbidden_operation',
+      message: expect.stringContaining('last member'),
+    });
+    await t.http.get(`/workspaces/${ws.slug}`).set(me.auth).expect(200);
+  });
+
+  it('answers 404 for a developer who is not a member, or an id that is not one', async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const stranger = await createDeveloperWithToken(t.app);
+    const ws = await workspaceWith(me);
+    const res = await t.http
+      .delete(`/workspaces/${ws.slug}/developers/${stranger.developer.id}`)
+      .set(me.auth)
+      .expect(404);
+    expect(res.body.errorCode).toBe('entity_not_found');
+    await t.http.delete(`/workspaces/${ws.slug}/developers/not-a-uuid`).set(me.auth).expect(404);
+  });
+
+  it('shows the caller their own workspaces in /developers/me', async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const ws = await workspaceWith(me);
+    const res = await t.http.get('/developers/me').set(me.auth).expect(200);
+    expect(res.body.workspaces).toEqual([expect.objectContaining({ id: ws.id, slug: ws.slug })]);
+  });
+});
