@@ -7,7 +7,9 @@ import { createValidationPipe } from './common/http/validation';
 import { CommonModule } from './common/common.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
+import { DataPlaneModule } from './data-plane/data-plane.module';
 import { dataSourceOptions } from './database/data-source-options';
+import { DatabasesModule } from './databases/databases.module';
 import { DevelopersModule } from './developers/developers.module';
 import { HealthModule } from './health/health.module';
 import { LoggingModule } from './logging/logging.module';
@@ -29,6 +31,8 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     HealthModule,
     DevelopersModule,
     WorkspacesModule,
+    DataPlaneModule,
+    DatabasesModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

@@ -83,6 +83,19 @@ export class EnvironmentVariables {
   @IsString()
   DATA_PLANE_PUBLIC_HOST?: string;
 
+  /** Per-region public host (and port), for regions whose DATA_PLANE_URL_<REGION> points elsewhere. */
+  @IsOptional()
+  @IsString()
+  DATA_PLANE_PUBLIC_HOST_AWS_US_WEST_2?: string;
+
+  @IsOptional()
+  @IsString()
+  DATA_PLANE_PUBLIC_HOST_AWS_EU_CENTRAL_1?: string;
+
+  @IsOptional()
+  @IsString()
+  DATA_PLANE_PUBLIC_HOST_AZURE_EASTUS?: string;
+
   /** Prefix of physical database and owner-role names on the data plane (lets test runs share a server). */
   @Matches(/^[a-z][a-z0-9_]{0,19}$/)
   DATA_PLANE_NAME_PREFIX = 'cp_';
@@ -134,6 +147,13 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(60)
   REFRESH_TOKEN_TTL_SECONDS = 30 * 86400;
+
+  /** Lifetime of an OAuth authorization code (single-use; the client redeems it within seconds). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(600)
+  AUTHORIZATION_CODE_TTL_SECONDS = 300;
 
   /** Enables the queue dashboard at /admin/queues (HTTP basic auth, user `operator`). */
   @IsOptional()

@@ -1,0 +1,24 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type { DatabaseEntity } from './database.entity';
+
+/**
+ * What other modules must finish when a deleted database is finalized (credentials mark their roles
+ * dropped, compute finalizes its instances). Each runs inside the finalization's transaction, after
+ * the physical database and its roles are gone, and must be idempotent: a failure rolls the
+ * finalization back and it is retried as a whole.
+ */
+export type DatabaseFinalizer = (database: DatabaseEntity, manager: EntityManager) => Promise<void>;
+
+@Injectable()
+export class DatabaseFinalizers {
+  private readonly finalizers = new Map<string, DatabaseFinalizer>();
+
+  register(name: string, finalizer: DatabaseFinalizer): void {
+    this.finalizers.set(name, finalizer);
+  }
+
+  async runAll(database: DatabaseEntity, manager: EntityManager): Promise<void> {
+    for (const finalizer of this.finalizers.values()) await finalizer(database, manager);
+  }
+}

@@ -1,0 +1,33 @@
+import { registerDecorator, ValidationArguments, ValidationOptions } from 'class-validator';
+
+/** Database names: fewer than 64 characters; letters, digits and underscores; not starting with a digit. */
+export const DATABASE_NAME_MAX_LENGTH = 63;
+
+/** The first rule a database name breaks, as a sentence naming it; null when the name is valid. */
+export function databaseNameProblem(value: unknown): string | null {
+  if (typeof value !== 'string') return 'must be a string';
+  if (value.length === 0) return 'must not be empty';
+  if (value.length > DATABASE_NAME_MAX_LENGTH) return 'must be fewer than 64 characters';
+  if (!/^[A-Za-z_]/.test(value)) return 'must begin with a letter or an underscore';
+  if (!/^[A-Za-z0-9_]+$/.test(value)) return 'may contain only letters, digits and underscores';
+  return null;
+}
+
+export function isValidDatabaseName(value: unknown): value is string {
+  return databaseNameProblem(value) === null;
+}
+
+/** Validates a property against the database name rules; the message names the rule broken. */
+export function IsDatabaseName(options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'isDatabaseName',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      options,
+      validator: {
+        validate: (value: unknown) => isValidDatabaseName(value),
+        defaultMessage: (args: ValidationArguments) => `${args.property} ${databaseNameProblem(args.value)}`,
+      },
+    });
+}

@@ -1,0 +1,291 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager, In, IsNull, QueryFailedError, Repository } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { isUUID } from 'class-validator';
+import { AppConfig } from '../config/app-config';
+import { regionId } from '../config/regions';
+import { DataPlane } from '../data-plane/data-plane.service';
+import { physicalDatabaseName } from '../data-plane/physical-names';
+import { JobDispatcher } from '../queues/job-dispatcher';
+import { Queues } from '../queues/queue-names';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import { WorkspaceResponse } from '../workspaces/workspace.response';
+import { WorkspacesService } from '../workspaces/workspaces.service';
+import { DatabaseJobs, finalizeJobId, provisionJobId } from './database-jobs';
+import { isValidDatabaseName } from './database-name';
+import { DatabaseEntity, DatabaseStatus } from './database.entity';
+import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
+import type { CreateDatabaseDto } from './dto/create-database.dto';
+import { DEFAULT_DATABASE_PAGE } from './dto/list-databases-query.dto';
+import { WarmPool } from './warm-pool.service';
+
+export interface DatabasePage {
+  items: DatabaseResponse[];
+  /** Cursor of the next page, when more remain. */
+  next?: string;
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '23505';
+}
+
+/**
+ * The database resource: its rules (names, regions, sharding), its representation, and the
+ * desired-state rows the lifecycle jobs act on. Runs no SQL on the data plane except the read-only
+ * sharding check; building and dropping happen in DatabaseLifecycle.
+ */
+@Injectable()
+export class DatabasesService {
+  private readonly logger = new Logger(DatabasesService.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(DatabaseEntity) private readonly databases: Repository<DatabaseEntity>,
+    private readonly config: AppConfig,
+    private readonly dataPlane: DataPlane,
+    private readonly jobs: JobDispatcher,
+    private readonly pool: WarmPool,
+    private readonly workspaces: WorkspacesService,
+  ) {}
+
+  /**
+   * Records the database to build (REQUESTED), or hands it a pre-built physical database from the
+   * region's warm pool (READY at once). Name clashes are caught by the partial unique index, so
+   * concurrent creates of one name yield exactly one database.
+   */
+  async create(workspace: WorkspaceEntity, dto: CreateDatabaseDto): Promise<DatabaseResponse> {
+    const sharded = dto.sharded ?? false;
+    if (sharded) await this.assertShardingAvailable(dto);
+    const id = randomUUID();
+    const usePool = !sharded && this.config.env.DATABASE_POOL_TARGET > 0;
+    let entity: DatabaseEntity;
+    try {
+      entity = await this.dataSource.transaction(async (manager) => {
+        const pooled = usePool ? await this.pool.claim(manager, dto.region) : null;
+        const repo = manager.getRepository(DatabaseEntity);
+        return repo.save(
+          repo.create({
+            id,
+            workspaceId: workspace.id,
+            name: dto.databaseName,
+            region: dto.region,
+            sharded,
+            status: pooled ? DatabaseStatus.Ready : DatabaseStatus.Requested,
+            physicalName: pooled ?? physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
+            lastError: null,
+            provisionAttempts: 0,
+            deleted: null,
+            deletionDueAt: null,
+            finalized: null,
+          }),
+        );
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw this.nameTaken(dto.databaseName);
+      throw err;
+    }
+    if (entity.status === DatabaseStatus.Requested) {
+      await this.jobs.dispatch(
+        Queues.DatabaseLifecycle,
+        DatabaseJobs.Provision,
+        { databaseId: entity.id },
+        { jobId: provisionJobId(entity.id) },
+      );
+    }
+    if (usePool) await this.pool.requestRefill(dto.region);
+    return this.describe(entity, workspace);
+  }
+
+  /** The workspace's databases that are not deleted, oldest first, a page at a time. */
+  async list(workspace: WorkspaceEntity, limit = DEFAULT_DATABASE_PAGE, cursor?: string): Promise<DatabasePage> {
+    const query = this.databases
+      .createQueryBuilder('d')
+      .where('d.workspace_id = :workspaceId AND d.deleted IS NULL', { workspaceId: workspace.id })
+      .orderBy('d.created', 'ASC')
+      .addOrderBy('d.id', 'ASC')
+      .limit(limit + 1);
+    if (cursor) {
+      const after = await this.databases.findOne({
+        select: { id: true },
+        where: { id: cursor, workspaceId: workspace.id },
+      });
+      if (!after) throw new ApiException(ErrorCode.BadRequest, 'cursor is not a cursor this service issued');
+      query.andWhere('(d.created, d.id) > (SELECT c.created, c.id FROM databases c WHERE c.id = :cursor)', { cursor });
+    }
+    const rows = await query.getMany();
+    const page = rows.slice(0, limit);
+    return {
+      items: page.map((d) => this.describe(d, workspace)),
+      next: rows.length > limit ? page[page.length - 1].id : undefined,
+    };
+  }
+
+  async get(workspace: WorkspaceEntity, name: string): Promise<DatabaseResponse> {
+    return this.describe(await this.findOperable(workspace, name), workspace);
+  }
+
+  /** Renames the database; its physical database (and every open connection) is untouched. */
+  async rename(workspace: WorkspaceEntity, name: string, newName: string): Promise<DatabaseResponse> {
+    const database = await this.findOperable(workspace, name);
+    if (database.deleted) {
+      throw new ApiException(
+        ErrorCode.DbStatusFailure,
+        `Database ${name} is queued for deletion and cannot be renamed`,
+      );
+    }
+    const before = { id: database.id, name: database.name };
+    if (newName !== database.name) {
+      try {
+        await this.databases.update({ id: database.id }, { name: newName });
+      } catch (err) {
+        if (isUniqueViolation(err)) throw this.nameTaken(newName);
+        throw err;
+      }
+      database.name = newName;
+    }
+    return { ...this.describe(database, workspace), parent: before };
+  }
+
+  /**
+   * Queues the database for deletion: it leaves the list and frees its name at once, keeps working
+   * (connections, credentials) until the grace period has passed, then a job finalizes it.
+   * Deleting a database already queued answers it unchanged.
+   */
+  async delete(workspace: WorkspaceEntity, name: string): Promise<DatabaseResponse> {
+    const database = await this.findOperable(workspace, name);
+    if (!database.deleted) {
+      const graceMs = this.config.env.DATABASE_DELETION_GRACE_SECONDS * 1000;
+      const now = new Date();
+      database.deleted = now;
+      database.deletionDueAt = new Date(now.getTime() + graceMs);
+      await this.databases.update(
+        { id: database.id, deleted: IsNull() },
+        { deleted: database.deleted, deletionDueAt: database.deletionDueAt },
+      );
+      await this.jobs.dispatch(
+        Queues.DatabaseLifecycle,
+        DatabaseJobs.FinalizeDeletion,
+        { databaseId: database.id },
+        { jobId: finalizeJobId(database.id), delayMs: graceMs },
+      );
+    }
+    return this.describe(database, workspace);
+  }
+
+  /** `GET /databases/{id}` (the database's apiHost): for members of its workspace only. */
+  async getVisible(id: string, developerId: string): Promise<DatabaseResponse> {
+    const database = isUUID(id)
+      ? await this.databases.findOne({ where: { id, finalized: IsNull() }, relations: { workspace: true } })
+      : null;
+    if (!database?.workspace || !(await this.workspaces.isMember(database.workspaceId, developerId))) {
+      throw new ApiException(ErrorCode.EntityNotFound, `No database with id ${id} is visible to you`);
+    }
+    return this.describe(database, database.workspace);
+  }
+
+  /** Ids of the databases (not deleted) of every workspace the developer belongs to, oldest first. */
+  async idsVisibleTo(developerId: string): Promise<string[]> {
+    const workspaces = await this.workspaces.listForMember(developerId);
+    if (!workspaces.length) return [];
+    const rows = await this.databases.find({
+      select: { id: true },
+      where: { workspaceId: In(workspaces.map((w) => w.id)), deleted: IsNull() },
+      order: { created: 'ASC', id: 'ASC' },
+    });
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * The database that operations on `{databaseName}` act on: the live one with that name, else the
+   * most recently deleted one still queued for deletion (it keeps accepting operations until it is
+   * finalized). 404 otherwise.
+   */
+  async findOperable(workspace: WorkspaceEntity, name: string): Promise<DatabaseEntity> {
+    const database = isValidDatabaseName(name)
+      ? await this.databases
+          .createQueryBuilder('d')
+          .where('d.workspace_id = :workspaceId AND d.name = :name AND d.finalized IS NULL', {
+            workspaceId: workspace.id,
+            name,
+          })
+          .orderBy('d.deleted', 'DESC', 'NULLS FIRST')
+          .getOne()
+      : null;
+    if (!database) {
+      throw new ApiException(ErrorCode.EntityNotFound, `No database named ${name} in workspace ${workspace.slug}`);
+    }
+    return database;
+  }
+
+  /** Locks the database row for the rest of the caller's transaction (serializes work on one database). */
+  lock(
+    manager: EntityManager,
+    id: string,
+    mode: 'pessimistic_write' | 'pessimistic_read',
+  ): Promise<DatabaseEntity | null> {
+    return manager
+      .getRepository(DatabaseEntity)
+      .createQueryBuilder('d')
+      .setLock(mode)
+      .where('d.id = :id', { id })
+      .getOne();
+  }
+
+  /** `GetDatabaseResponse`. */
+  describe(d: DatabaseEntity, workspace: WorkspaceEntity): DatabaseResponse {
+    return {
+      id: d.id,
+      name: d.name,
+      workspace: WorkspaceResponse.from(workspace),
+      status: d.status,
+      region: d.region,
+      expandable: false,
+      sharded: d.sharded,
+      created: d.created,
+      deleted: d.deleted ?? undefined,
+      apiHost: `${this.config.publicUrl}/databases/${d.id}`,
+      dbHost:
+        d.status === DatabaseStatus.Ready && !d.finalized
+          ? this.dataPlane.connectionUri(d.region, d.physicalName)
+          : undefined,
+    };
+  }
+
+  /** `Database`: the summary inside a credential. */
+  summarize(d: DatabaseEntity, workspace: WorkspaceEntity): DatabaseSummaryResponse {
+    return {
+      id: d.id,
+      name: d.name,
+      workspace: WorkspaceResponse.from(workspace),
+      status: d.status,
+      regionId: regionId(d.region),
+      created: d.created,
+    };
+  }
+
+  private async assertShardingAvailable(dto: CreateDatabaseDto): Promise<void> {
+    let available: boolean;
+    try {
+      available = await this.dataPlane.shardingAvailable(dto.region);
+    } catch (err) {
+      this.logger.error({ err, region: dto.region, errorCode: ErrorCode.DbCreationFailure }, 'data plane unreachable');
+      throw new ApiException(
+        ErrorCode.DbCreationFailure,
+        `The data plane of region ${dto.region} could not be reached to check sharding support; retry later`,
+      );
+    }
+    if (!available) {
+      throw new ApiException(
+        ErrorCode.FeatureIneligible,
+        `Sharded databases need the citus extension, which the data-plane server of region ${dto.region} does not offer; create a regular database (sharded: false) instead`,
+      );
+    }
+  }
+
+  private nameTaken(name: string): ApiException {
+    return new ApiException(ErrorCode.DuplicateEntity, `A database named ${name} already exists in this workspace`);
+  }
+}

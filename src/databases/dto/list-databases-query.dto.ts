@@ -1,0 +1,20 @@
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsUUID, Max, Min } from 'class-validator';
+
+export const DEFAULT_DATABASE_PAGE = 200;
+export const MAX_DATABASE_PAGE = 1000;
+
+export class ListDatabasesQueryDto {
+  /** Page size: at most 1000; 200 when omitted. When more remain, a `Link: <…>; rel="next"` header points to the next page. */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(MAX_DATABASE_PAGE)
+  limit?: number;
+
+  /** Opaque cursor from a previous page's `Link` header. */
+  @IsOptional()
+  @IsUUID(undefined, { message: 'cursor is not a cursor this service issued' })
+  cursor?: string;
+}

@@ -1,0 +1,517 @@
+import { Client } from 'pg';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
+import { DatabasesService } from '../../src/databases/databases.service';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import {
+  Auth,
+  createReadyDatabase,
+  createWorkspace,
+  databaseRow,
+  onDataPlane,
+  physicalDatabaseExists,
+  roleExists,
+  runDatabases,
+  unique,
+  waitForStatus,
+} from './support';
+
+const WORKSPACE_BODY = { id: expect.any(String), name: expect.any(String), slug: expect.any(String) };
+
+describe('databases on the data plane', () => {
+  let t: TestApp;
+  let auth: Auth;
+  let slug: string;
+  beforeAll(async () => {
+    t = await createTestApp({ DATABASE_POOL_TARGET: '0', DATABASE_DELETION_GRACE_SECONDS: '1' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+  });
+  afterAll(() => t.close());
+
+  const path = (name = '') => `/workspaces/${slug}/databases${name ? `/${name}` : ''}`;
+
+  describe('create', () => {
+    it('records the database as REQUESTED, builds it in the background and makes it READY with a hardened physical database', async () => {
+      const name = `orders_${unique()}`;
+      const res = await t.http.post(path()).set(auth).send({ databaseName: name, region: 'AWS_US_WEST_2' }).expect(201);
+      expect(res.body).toEqual({
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        name,
+        workspace: expect.objectContaining(WORKSPACE_BODY),
+        status: 'REQUESTED',
+        region: 'AWS_US_WEST_2',
+        expandable: false,
+        sharded: false,
+        created: expect.any(String),
+        apiHost: `http://localhost:3000/databases/${res.body.id}`,
+      });
+      const ready = await waitForStatus(t, auth, slug, name, 'READY');
+      const row = await databaseRow(t, res.body.id);
+      expect(row.physical_name).toBe(`${process.env.DATA_PLANE_NAME_PREFIX}${res.body.id.replace(/-/g, '')}`);
+      expect(row.physical_name).not.toContain(name);
+      expect(row.last_error).toBeNull();
+      const dataPlane = new URL(process.env.DATA_PLANE_URL!);
+      expect(ready.dbHost).toBe(`postgres://${dataPlane.host}/${row.physical_name}`);
+
+      const physical = await onDataPlane(async (db) => {
+        const { rows } = await db.query(
+          `SELECT pg_get_userbyid(datdba) AS owner,
+                  has_database_privilege('public', oid, 'CONNECT') AS public_connect
+             FROM pg_database WHERE datname = $1`,
+          [row.physical_name],
+        );
+        return rows[0];
+      });
+      expect(physical).toEqual({ owner: `${row.physical_name}_owner`, public_connect: false });
+    });
+
+    it('answers the same body at the apiHost URL to members, and 404 to others', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const byId = await t.http.get(`/databases/${db.id}`).set(auth).expect(200);
+      const byName = await t.http.get(path(db.name)).set(auth).expect(200);
+      expect(byId.body).toEqual(byName.body);
+      const stranger = await createDeveloperWithToken(t.app);
+      const res = await t.http.get(`/databases/${db.id}`).set(stranger.auth).expect(404);
+      expect(res.body).toEqual({ errorCode: 'entity_not_found', message: expect.any(String), statusCode: 404 });
+      await t.http.get('/databases/00000000-0000-4000-8000-000000000000').set(auth).expect(404);
+      await t.http.get('/databases/not-an-id').set(auth).expect(404);
+    });
+
+    it('allows equal names in two workspaces, each with its own physical database', async () => {
+      const other = await createWorkspace(t, auth);
+      const name = `shared_${unique()}`;
+      const a = await createReadyDatabase(t, auth, slug, name);
+      const b = await createReadyDatabase(t, auth, other.slug, name, 'AWS_EU_CENTRAL_1');
+      expect(a.id).not.toBe(b.id);
+      expect(a.dbHost).not.toBe(b.dbHost);
+      const [ra, rb] = [await databaseRow(t, a.id), await databaseRow(t, b.id)];
+      expect(await physicalDatabaseExists(ra.physical_name)).toBe(true);
+      expect(await physicalDatabaseExists(rb.physical_name)).toBe(true);
+    });
+
+    it.each([
+      ['', /databaseName must not be empty/],
+      ['a'.repeat(64), /databaseName must be fewer than 64 characters/],
+      ['9lives', /databaseName must begin with a letter or an underscore/],
+      ['my-db', /databaseName may contain only letters, digits and underscores/],
+      ['my db', /databaseName may contain only letters, digits and underscores/],
+      [42, /databaseName must be a string/],
+    ])('refuses the name %j with 400 naming the rule', async (databaseName, message) => {
+      const res = await t.http.post(path()).set(auth).send({ databaseName, region: 'AWS_US_WEST_2' }).expect(400);
+      expect(res.body).toEqual({ errorCode: 'bad_request', message: expect.stringMatching(message), statusCode: 400 });
+    });
+
+    it('accepts a name of 63 characters', async () => {
+      const name = `n${unique()}`.padEnd(63, '_');
+      await t.http.post(path()).set(auth).send({ databaseName: name, region: 'AWS_US_WEST_2' }).expect(201);
+    });
+
+    it.each([['AZURE_EASTUS'], ['aws_us_west_2'], ['MARS_1'], [undefined]])(
+      'refuses the region %j with 400 naming the allowed ones',
+      async (region) => {
+        const res = await t.http
+          .post(path())
+          .set(auth)
+          .send({ databaseName: `r_${unique()}`, region })
+          .expect(400);
+        expect(res.body).toEqual({
+          errorCode: 'bad_request',
+          message: expect.stringContaining('region must be one of AWS_US_WEST_2, AWS_EU_CENTRAL_1'),
+          statusCode: 400,
+        });
+      },
+    );
+
+    it('refuses unknown fields and a non-boolean sharded', async () => {
+      const base = { databaseName: `f_${unique()}`, region: 'AWS_US_WEST_2' };
+      expect(
+        (
+          await t.http
+            .post(path())
+            .set(auth)
+            .send({ ...base, size: 'XL' })
+            .expect(400)
+        ).body.message,
+      ).toMatch(/size/);
+      expect(
+        (
+          await t.http
+            .post(path())
+            .set(auth)
+            .send({ ...base, sharded: 'yes' })
+            .expect(400)
+        ).body.message,
+      ).toMatch(/sharded/);
+    });
+
+    it('refuses SQL-injection-shaped names and regions before anything reaches SQL', async () => {
+      const before = await runDatabases();
+      const [{ count: rowsBefore }] = await t.dataSource.query('SELECT count(*)::int AS count FROM databases');
+      const attempts = [
+        { databaseName: 'x"; DROP DATABASE postgres; --', region: 'AWS_US_WEST_2' },
+        { databaseName: "a'); DROP ROLE postgres; --", region: 'AWS_US_WEST_2' },
+        { databaseName: 'ok_name', region: "AWS_US_WEST_2'; DROP DATABASE postgres; --" },
+        { databaseName: 'ok_name', region: 'AWS_US_WEST_2"; CREATE ROLE evil SUPERUSER; --' },
+      ];
+      for (const body of attempts) {
+        const res = await t.http.post(path()).set(auth).send(body).expect(400);
+        expect(res.body.errorCode).toBe('bad_request');
+      }
+      const rename = await t.http
+        .put(path(`n_${unique()}`))
+        .set(auth)
+        .send({ name: 'x"; DROP DATABASE postgres; --' })
+        .expect(400);
+      expect(rename.body.errorCode).toBe('bad_request');
+      const [{ count: rowsAfter }] = await t.dataSource.query('SELECT count(*)::int AS count FROM databases');
+      expect(rowsAfter).toBe(rowsBefore);
+      expect(await runDatabases()).toEqual(expect.arrayContaining(before));
+      expect(await physicalDatabaseExists('postgres')).toBe(true);
+      expect(await roleExists('evil')).toBe(false);
+    });
+
+    it('refuses a sharded database with 400 feature_ineligible because the region offers no citus', async () => {
+      const name = `sharded_${unique()}`;
+      const res = await t.http
+        .post(path())
+        .set(auth)
+        .send({ databaseName: name, region: 'AWS_US_WEST_2', sharded: true })
+        .expect(400);
+      expect(res.body).toEqual({
+        errorCode: 'feature_ineligible',
+        message: expect.stringMatching(/citus.*AWS_US_WEST_2|AWS_US_WEST_2.*citus/),
+        statusCode: 400,
+      });
+      await t.http.get(path(name)).set(auth).expect(404);
+    });
+
+    it('answers a duplicate name with 409 duplicate_entity', async () => {
+      const name = `dup_${unique()}`;
+      await t.http.post(path()).set(auth).send({ databaseName: name, region: 'AWS_US_WEST_2' }).expect(201);
+      const res = await t.http
+        .post(path())
+        .set(auth)
+        .send({ databaseName: name, region: 'AWS_EU_CENTRAL_1' })
+        .expect(409);
+      expect(res.body).toEqual({
+        errorCode: 'duplicate_entity',
+        message: `A database named ${name} already exists in this workspace`,
+        statusCode: 409,
+      });
+    });
+
+    it('gives exactly one success to 20 concurrent creates of one name', async () => {
+      const name = `race_${unique()}`;
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          t.http.post(path()).set(auth).send({ databaseName: name, region: 'AWS_US_WEST_2' }),
+        ),
+      );
+      const statuses = results.map((r) => r.status).sort();
+      expect(statuses).toEqual([201, ...Array(19).fill(409)]);
+      const rows = await t.dataSource.query('SELECT id FROM databases WHERE name = $1', [name]);
+      expect(rows).toHaveLength(1);
+      await waitForStatus(t, auth, slug, name, 'READY');
+    });
+  });
+
+  describe('list', () => {
+    it('lists the databases that are not deleted, oldest first, pages with a Link header', async () => {
+      const ws = (await createWorkspace(t, auth)).slug;
+      const names = ['alpha', 'bravo', 'charlie', 'delta', 'echo'];
+      for (const name of names) {
+        await t.http
+          .post(`/workspaces/${ws}/databases`)
+          .set(auth)
+          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+          .expect(201);
+      }
+      await t.http.delete(`/workspaces/${ws}/databases/charlie`).set(auth).expect(200);
+
+      const all = await t.http.get(`/workspaces/${ws}/databases`).set(auth).expect(200);
+      expect(all.body.map((d: { name: string }) => d.name)).toEqual(['alpha', 'bravo', 'delta', 'echo']);
+      expect(all.headers.link).toBeUndefined();
+
+      const seen: string[] = [];
+      let url: string | undefined = `/workspaces/${ws}/databases?limit=2`;
+      let pages = 0;
+      while (url) {
+        const res = await t.http.get(url).set(auth).expect(200);
+        expect(Array.isArray(res.body)).toBe(true);
+        seen.push(...res.body.map((d: { name: string }) => d.name));
+        pages += 1;
+        const link = res.headers.link as string | undefined;
+        if (link) {
+          const match = /^<([^>]+)>; rel="next"$/.exec(link);
+          expect(match).not.toBeNull();
+          const next = new URL(match![1]);
+          expect(next.origin).toBe('http://localhost:3000');
+          url = `${next.pathname}${next.search}`;
+        } else url = undefined;
+      }
+      expect(seen).toEqual(['alpha', 'bravo', 'delta', 'echo']);
+      expect(pages).toBe(2);
+    });
+
+    it.each(['limit=0', 'limit=1001', 'limit=abc', 'cursor=nope', 'cursor=00000000-0000-4000-8000-000000000000'])(
+      'refuses ?%s with 400',
+      async (query) => {
+        const res = await t.http.get(`${path()}?${query}`).set(auth).expect(400);
+        expect(res.body.errorCode).toBe('bad_request');
+      },
+    );
+  });
+
+  describe('get', () => {
+    it('answers 404 entity_not_found for a name with no database', async () => {
+      const res = await t.http.get(path('no_such_db')).set(auth).expect(404);
+      expect(res.body).toEqual({ errorCode: 'entity_not_found', message: expect.any(String), statusCode: 404 });
+      await t.http.get(path('not-a-valid-name')).set(auth).expect(404);
+    });
+  });
+
+  describe('rename', () => {
+    it('renames, keeps the physical database and open connections, frees the old name and says what it was', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const row = await databaseRow(t, db.id);
+      const url = new URL(process.env.DATA_PLANE_URL!);
+      url.pathname = `/${row.physical_name}`;
+      const open = new Client({ connectionString: url.toString() });
+      await open.connect();
+      try {
+        await open.query('CREATE TABLE kept (v int)');
+        const newName = `renamed_${unique()}`;
+        const res = await t.http.put(path(db.name)).set(auth).send({ name: newName }).expect(200);
+        expect(res.body).toMatchObject({
+          id: db.id,
+          name: newName,
+          status: 'READY',
+          dbHost: db.dbHost,
+          parent: { id: db.id, name: db.name },
+        });
+        expect((await databaseRow(t, db.id)).physical_name).toBe(row.physical_name);
+        await open.query('INSERT INTO kept VALUES (1)');
+        await t.http.get(path(db.name)).set(auth).expect(404);
+        expect((await t.http.get(path(newName)).set(auth).expect(200)).body.id).toBe(db.id);
+        const reuse = await t.http
+          .post(path())
+          .set(auth)
+          .send({ databaseName: db.name, region: 'AWS_US_WEST_2' })
+          .expect(201);
+        expect(reuse.body.id).not.toBe(db.id);
+      } finally {
+        await open.end();
+      }
+    });
+
+    it('answers 409 for a taken name, 400 for an invalid one and 404 for an unknown database', async () => {
+      const a = `a_${unique()}`;
+      const b = `b_${unique()}`;
+      for (const name of [a, b]) {
+        await t.http.post(path()).set(auth).send({ databaseName: name, region: 'AWS_US_WEST_2' }).expect(201);
+      }
+      const taken = await t.http.put(path(a)).set(auth).send({ name: b }).expect(409);
+      expect(taken.body).toEqual({
+        errorCode: 'duplicate_entity',
+        message: `A database named ${b} already exists in this workspace`,
+        statusCode: 409,
+      });
+      const invalid = await t.http.put(path(a)).set(auth).send({ name: '1bad' }).expect(400);
+      expect(invalid.body.message).toMatch(/name must begin with a letter or an underscore/);
+      await t.http
+        .put(path(`nobody_${unique()}`))
+        .set(auth)
+        .send({ name: `x_${unique()}` })
+        .expect(404);
+      expect((await t.http.get(path(a)).set(auth).expect(200)).body.name).toBe(a);
+    });
+  });
+
+  describe('delete', () => {
+    it('hides the database at once, keeps answering it by name and finalizes it after the grace period', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const { physical_name: physical } = await databaseRow(t, db.id);
+      const res = await t.http.delete(path(db.name)).set(auth).expect(200);
+      expect(res.body).toMatchObject({ id: db.id, name: db.name, deleted: expect.any(String) });
+
+      const list = await t.http.get(path()).set(auth).expect(200);
+      expect(list.body.map((d: { id: string }) => d.id)).not.toContain(db.id);
+      const byName = await t.http.get(path(db.name)).set(auth).expect(200);
+      expect(byName.body).toMatchObject({ id: db.id, deleted: res.body.deleted });
+
+      await eventually(async () => (await databaseRow(t, db.id)).finalized !== null, 30000);
+      expect(await physicalDatabaseExists(physical)).toBe(false);
+      expect(await roleExists(`${physical}_owner`)).toBe(false);
+      const tombstone = await databaseRow(t, db.id);
+      expect(tombstone).toMatchObject({ name: db.name, deleted: expect.any(Date), finalized: expect.any(Date) });
+      await t.http.get(path(db.name)).set(auth).expect(404);
+      await t.http.get(`/databases/${db.id}`).set(auth).expect(404);
+
+      // Running the finalization again (a duplicate or late job) changes nothing.
+      const lifecycle = t.app.get(DatabaseLifecycle);
+      await expect(lifecycle.finalize(db.id)).resolves.toBe(false);
+      expect(await databaseRow(t, db.id)).toEqual(tombstone);
+    });
+
+    it('frees the name for a new database while the old one is queued', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      await t.http.delete(path(db.name)).set(auth).expect(200);
+      const again = await t.http
+        .post(path())
+        .set(auth)
+        .send({ databaseName: db.name, region: 'AWS_US_WEST_2' })
+        .expect(201);
+      expect(again.body.id).not.toBe(db.id);
+      expect((await t.http.get(path(db.name)).set(auth).expect(200)).body.id).toBe(again.body.id);
+    });
+
+    it('answers 404 for an unknown database', async () => {
+      await t.http
+        .delete(path(`ghost_${unique()}`))
+        .set(auth)
+        .expect(404);
+    });
+  });
+
+  it("tells which databases a developer may access: those not deleted in the developer's workspaces", async () => {
+    const dev = await createDeveloperWithToken(t.app);
+    const ws = (await createWorkspace(t, dev.auth)).slug;
+    const ids: string[] = [];
+    for (const databaseName of ['first', 'second', 'third']) {
+      const res = await t.http
+        .post(`/workspaces/${ws}/databases`)
+        .set(dev.auth)
+        .send({ databaseName, region: 'AWS_US_WEST_2' })
+        .expect(201);
+      ids.push(res.body.id);
+    }
+    await t.http.delete(`/workspaces/${ws}/databases/second`).set(dev.auth).expect(200);
+    const service = t.app.get(DatabasesService);
+    expect(await service.idsVisibleTo(dev.developer.id)).toEqual([ids[0], ids[2]]);
+    expect(await service.idsVisibleTo((await createDeveloperWithToken(t.app)).developer.id)).toEqual([]);
+  });
+});
+
+describe('database lifecycle jobs', () => {
+  let t: TestApp;
+  let auth: Auth;
+  let slug: string;
+  beforeAll(async () => {
+    t = await createTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATABASE_DELETION_GRACE_SECONDS: '3600',
+      JOB_ATTEMPTS: '1',
+    });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+  });
+  afterAll(() => t.close());
+
+  it('keeps a deleted database working during the grace period, and the sweep finalizes it when its job was lost', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { physical_name: physical } = await databaseRow(t, db.id);
+    await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+    const queue = t.app.get(JobDispatcher).queue('database-lifecycle');
+    const job = await queue.getJob(`finalize:${db.id}`);
+    expect(job).not.toBeNull();
+    expect(job!.opts.delay).toBe(3600 * 1000);
+
+    await reconcile(t.app);
+    expect(await physicalDatabaseExists(physical)).toBe(true);
+    expect((await databaseRow(t, db.id)).finalized).toBeNull();
+
+    await job!.remove();
+    await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+      db.id,
+    ]);
+    await reconcile(t.app);
+    expect(await physicalDatabaseExists(physical)).toBe(false);
+    expect((await databaseRow(t, db.id)).finalized).not.toBeNull();
+  });
+
+  it('records a failed build, removes the half-made database, keeps the status and retries until it works', async () => {
+    const dataPlane = t.app.get(DataPlane);
+    const build = dataPlane.buildDatabase.bind(dataPlane);
+    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementation(async (...args) => {
+      await build(...args);
+      throw new Error('injected failure after CREATE DATABASE');
+    });
+    try {
+      const name = `flaky_${unique()}`;
+      const res = await t.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+        .expect(201);
+      const failed = await eventually(async () => {
+        const row = await databaseRow(t, res.body.id);
+        return row.last_error ? row : null;
+      });
+      expect(failed).toMatchObject({
+        status: 'REQUESTED',
+        last_error: 'injected failure after CREATE DATABASE',
+        provision_attempts: 1,
+      });
+      expect(await physicalDatabaseExists(failed.physical_name)).toBe(false);
+      expect(await roleExists(`${failed.physical_name}_owner`)).toBe(false);
+      expect((await t.http.get(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200)).body.status).toBe(
+        'REQUESTED',
+      );
+
+      spy.mockRestore();
+      await reconcile(t.app);
+      const ready = await waitForStatus(t, auth, slug, name, 'READY');
+      expect(ready.dbHost).toContain(failed.physical_name);
+      const row = await databaseRow(t, res.body.id);
+      expect(row.last_error).toBeNull();
+      expect(row.provision_attempts).toBe(2);
+      expect(await physicalDatabaseExists(row.physical_name)).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('runs a provisioning job twice harmlessly', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const before = await databaseRow(t, db.id);
+    await t.app.get(DatabaseLifecycle).provision(db.id);
+    expect(await databaseRow(t, db.id)).toEqual(before);
+  });
+});
+
+describe('a region whose data plane cannot be reached', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    const broken = new URL(process.env.DATA_PLANE_URL!);
+    broken.password = 'wrong-password';
+    t = await createTestApp({
+      DATABASE_POOL_TARGET: '0',
+      JOB_ATTEMPTS: '1',
+      DATA_PLANE_URL_AWS_EU_CENTRAL_1: broken.toString(),
+    });
+  });
+  afterAll(() => t.close());
+
+  it('leaves the database REQUESTED with the failure recorded for operators', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    const { slug } = await createWorkspace(t, auth);
+    const name = `eu_${unique()}`;
+    const res = await t.http
+      .post(`/workspaces/${slug}/databases`)
+      .set(auth)
+      .send({ databaseName: name, region: 'AWS_EU_CENTRAL_1' })
+      .expect(201);
+    const row = await eventually(async () => {
+      const r = await databaseRow(t, res.body.id);
+      return r.last_error ? r : null;
+    });
+    expect(row.status).toBe('REQUESTED');
+    expect(row.last_error).toMatch(/password authentication failed/);
+    const body = (await t.http.get(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200)).body;
+    expect(body.status).toBe('REQUESTED');
+    expect(body.dbHost).toBeUndefined();
+    expect(JSON.stringify(body)).not.toContain('wrong-password');
+  });
+});

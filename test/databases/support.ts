@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { eventually, TestApp } from '../support/test-app';
+
+export type Auth = { Authorization: string };
+
+export const unique = () => randomBytes(4).toString('hex');
+
+/** A workspace created through the API by `auth` (who becomes its member). */
+export async function createWorkspace(t: TestApp, auth: Auth): Promise<{ id: string; slug: string; name: string }> {
+  const res = await t.http
+    .post('/workspaces')
+    .set(auth)
+    .send({ name: `Databases ${unique()}` })
+    .expect(201);
+  return res.body;
+}
+
+/** Creates a database and waits until the lifecycle job has made it READY; returns its representation. */
+export async function createReadyDatabase(
+  t: TestApp,
+  auth: Auth,
+  slug: string,
+  name = `db_${unique()}`,
+  region = 'AWS_US_WEST_2',
+): Promise<DatabaseBody> {
+  await t.http.post(`/workspaces/${slug}/databases`).set(auth).send({ databaseName: name, region }).expect(201);
+  return waitForStatus(t, auth, slug, name, 'READY');
+}
+
+export async function waitForStatus(
+  t: TestApp,
+  auth: Auth,
+  slug: string,
+  name: string,
+  status: string,
+): Promise<DatabaseBody> {
+  return eventually(async () => {
+    const res = await t.http.get(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200);
+    return res.body.status === status ? (res.body as DatabaseBody) : null;
+  });
+}
+
+export interface DatabaseBody {
+  id: string;
+  name: string;
+  status: string;
+  region: string;
+  dbHost?: string;
+  apiHost: string;
+  deleted?: string;
+  workspace: { id: string; slug: string };
+}
+
+/** The metadata row of a database (what the service recorded). */
+export async function databaseRow(t: TestApp, id: string) {
+  const [row] = await t.dataSource.query('SELECT * FROM databases WHERE id = $1', [id]);
+  return row as {
+    id: string;
+    name: string;
+    status: string;
+    physical_name: string;
+    last_error: string | null;
+    provision_attempts: number;
+    deleted: Date | null;
+    deletion_due_at: Date | null;
+    finalized: Date | null;
+  };
+}
+
+/** Runs `work` with an admin connection to the data-plane server (to check what really exists there). */
+export async function onDataPlane<T>(work: (db: Client) => Promise<T>, database = 'postgres'): Promise<T> {
+  const url = new URL(process.env.DATA_PLANE_URL!);
+  url.pathname = `/${database}`;
+  const db = new Client({ connectionString: url.toString() });
+  await db.connect();
+  try {
+    return await work(db);
+  } finally {
+    await db.end();
+  }
+}
+
+export function physicalDatabaseExists(physical: string): Promise<boolean> {
+  return onDataPlane(async (db) => {
+    const res = await db.query('SELECT 1 FROM pg_database WHERE datname = $1', [physical]);
+    return res.rowCount === 1;
+  });
+}
+
+export function roleExists(role: string): Promise<boolean> {
+  return onDataPlane(async (db) => {
+    const res = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+    return res.rowCount === 1;
+  });
+}
+
+/** Physical databases of this test run on the data plane. */
+export function runDatabases(): Promise<string[]> {
+  const like = `${process.env.DATA_PLANE_NAME_PREFIX!.replace(/_/g, '\\_')}%`;
+  return onDataPlane(async (db) => {
+    const res = await db.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE datname LIKE $1 ORDER BY 1',
+      [like],
+    );
+    return res.rows.map((r) => r.datname);
+  });
+}
+
+/** A client logged in as a credential, through the database's dbHost; the caller must end() it. */
+export async function connectAs(dbHost: string, user: string, password: string): Promise<Client> {
+  const url = new URL(dbHost);
+  url.username = encodeURIComponent(user);
+  url.password = encodeURIComponent(password);
+  const client = new Client({ connectionString: url.toString(), connectionTimeoutMillis: 10000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  return client;
+}
+
+/** Logs in, runs one query and logs out: resolves to the rows, rejects when the login or query is refused. */
+export async function queryAs<R extends object = Record<string, unknown>>(
+  dbHost: string,
+  user: string,
+  password: string,
+  sql: string,
+): Promise<R[]> {
+  const client = await connectAs(dbHost, user, password);
+  try {
+    return (await client.query<R>(sql)).rows;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,121 @@
+import { Client } from 'pg';
+import { migrateDatabase } from '../../src/database/data-source-options';
+import { WarmPool } from '../../src/databases/warm-pool.service';
+import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import { Auth, createWorkspace, databaseRow, onDataPlane, unique, waitForStatus } from './support';
+
+/**
+ * The pool is shared by everything using one metadata database, so this spec runs on a metadata
+ * database of its own: other specs' creates cannot take its pooled databases.
+ */
+describe('warm pool', () => {
+  let t: TestApp;
+  let auth: Auth;
+  let slug: string;
+  let metadataUrl: URL;
+  let pool: WarmPool;
+
+  beforeAll(async () => {
+    metadataUrl = new URL(process.env.DATABASE_URL!);
+    metadataUrl.pathname = `${metadataUrl.pathname}_pool`;
+    await migrateDatabase(metadataUrl.toString());
+    t = await createTestApp({ DATABASE_URL: metadataUrl.toString(), DATABASE_POOL_TARGET: '2' });
+    pool = t.app.get(WarmPool);
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+  });
+
+  afterAll(async () => {
+    await t.close();
+    const admin = new URL(metadataUrl);
+    admin.pathname = '/postgres';
+    const db = new Client({ connectionString: admin.toString() });
+    await db.connect();
+    await db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(metadataUrl.pathname.slice(1))} WITH (FORCE)`);
+    await db.end();
+  });
+
+  const pooledRows = async (region: string) =>
+    t.dataSource.query<{ physical_name: string; ready: boolean }[]>(
+      'SELECT physical_name, ready FROM pooled_databases WHERE region = $1',
+      [region],
+    );
+
+  it('keeps the target number of pre-built, hardened, unassigned databases in each creatable region', async () => {
+    await reconcile(t.app);
+    await eventually(
+      async () => (await pool.readyCount('AWS_US_WEST_2')) === 2 && (await pool.readyCount('AWS_EU_CENTRAL_1')) === 2,
+      60000,
+    );
+    const pooled = [...(await pooledRows('AWS_US_WEST_2')), ...(await pooledRows('AWS_EU_CENTRAL_1'))];
+    expect(pooled).toHaveLength(4);
+    const physical = await onDataPlane(async (db) => {
+      const { rows } = await db.query(
+        `SELECT datname, pg_get_userbyid(datdba) AS owner, has_database_privilege('public', oid, 'CONNECT') AS open
+           FROM pg_database WHERE datname = ANY($1) ORDER BY datname`,
+        [pooled.map((p) => p.physical_name)],
+      );
+      return rows;
+    });
+    expect(physical).toEqual(
+      pooled
+        .map((p) => p.physical_name)
+        .sort()
+        .map((datname) => ({ datname, owner: `${datname}_owner`, open: false })),
+    );
+    expect(await pooledRows('AZURE_EASTUS')).toEqual([]);
+  });
+
+  it('hands a create a pooled database, READY in the same request, and refills the pool', async () => {
+    await eventually(async () => (await pool.readyCount('AWS_US_WEST_2')) === 2, 60000);
+    const before = (await pooledRows('AWS_US_WEST_2')).map((p) => p.physical_name);
+    const name = `pooled_${unique()}`;
+    const res = await t.http
+      .post(`/workspaces/${slug}/databases`)
+      .set(auth)
+      .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+      .expect(201);
+    expect(res.body.status).toBe('READY');
+    const row = await databaseRow(t, res.body.id);
+    expect(before).toContain(row.physical_name);
+    expect(res.body.dbHost).toMatch(new RegExp(`/${row.physical_name}$`));
+    expect((await pooledRows('AWS_US_WEST_2')).map((p) => p.physical_name)).not.toContain(row.physical_name);
+
+    await eventually(async () => (await pool.readyCount('AWS_US_WEST_2')) === 2, 60000);
+    const after = (await pooledRows('AWS_US_WEST_2')).map((p) => p.physical_name);
+    expect(after).not.toContain(row.physical_name);
+  });
+
+  it('gives concurrent creates distinct databases, pooled while they last and built for the rest', async () => {
+    await eventually(async () => (await pool.readyCount('AWS_EU_CENTRAL_1')) === 2, 60000);
+    const names = Array.from({ length: 4 }, () => `burst_${unique()}`);
+    const results = await Promise.all(
+      names.map((databaseName) =>
+        t.http.post(`/workspaces/${slug}/databases`).set(auth).send({ databaseName, region: 'AWS_EU_CENTRAL_1' }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+    expect(results.filter((r) => r.body.status === 'READY').length).toBeGreaterThanOrEqual(2);
+    const physical = new Set<string>();
+    for (const name of names) {
+      const ready = await waitForStatus(t, auth, slug, name, 'READY');
+      physical.add((await databaseRow(t, ready.id)).physical_name);
+    }
+    expect(physical.size).toBe(4);
+  });
+
+  it('is off with a target of 0: nothing is taken from it', async () => {
+    const off = await createTestApp({ DATABASE_URL: metadataUrl.toString(), DATABASE_POOL_TARGET: '0' });
+    try {
+      await eventually(async () => (await pool.readyCount('AWS_US_WEST_2')) >= 1, 60000);
+      const res = await off.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: `nopool_${unique()}`, region: 'AWS_US_WEST_2' })
+        .expect(201);
+      expect(res.body.status).toBe('REQUESTED');
+    } finally {
+      await off.close();
+    }
+  });
+});
