@@ -7,6 +7,7 @@ import { createValidationPipe } from './common/http/validation';
 import { CommonModule } from './common/common.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
+import { CredentialsModule } from './credentials/credentials.module';
 import { DataPlaneModule } from './data-plane/data-plane.module';
 import { dataSourceOptions } from './database/data-source-options';
 import { DatabasesModule } from './databases/databases.module';
@@ -33,6 +34,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     WorkspacesModule,
     DataPlaneModule,
     DatabasesModule,
+    CredentialsModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

@@ -140,67 +140,45 @@ export class DataPlane implements OnApplicationShutdown {
 
   /**
    * Creates a credential's login role from a SCRAM-SHA-256 verifier (never a plaintext password):
-   * no special powers, a member of the database's owner role and acting as it in that database, so
-   * whatever any credential creates belongs to the owner role and stays usable by all of them.
-   * Objects a session creates after `RESET ROLE` are covered by default privileges for the owner
-   * role (and reassigned to it when the credential is dropped). All or nothing: a failure leaves no role.
+   * no special powers, a member of the database's owner role and acting as it in that database
+   * (`SET role` at login), so whatever any credential creates belongs to the owner role and stays
+   * usable by all of them. Objects a session creates after `RESET ROLE` are covered by default
+   * privileges for the owner role (and reassigned to it when the credential is dropped).
+   * One transaction on a connection to the database itself: a failure leaves no role behind.
    */
-  async createLoginRole(
-    region: Region,
-    physical: string,
-    role: string,
-    verifier: string,
-    validUntil?: Date,
-  ): Promise<void> {
+  async createLoginRole(region: Region, physical: string, role: string, verifier: string): Promise<void> {
     assertCredentialRoleName(role);
     if (!verifier.startsWith('SCRAM-SHA-256$')) throw new Error('a credential role needs a SCRAM-SHA-256 verifier');
     const owner = ownerRoleName(physical);
-    await this.withAdmin(region, async (db) => {
+    await this.withDatabase(region, physical, async (db) => {
       const r = db.escapeIdentifier(role);
-      await db.query('BEGIN');
-      try {
+      const o = db.escapeIdentifier(owner);
+      await this.inTransaction(db, async () => {
         await db.query(
           `CREATE ROLE ${r} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS ` +
-            `PASSWORD ${db.escapeLiteral(verifier)}` +
-            (validUntil ? ` VALID UNTIL ${db.escapeLiteral(validUntil.toISOString())}` : '') +
-            ` IN ROLE ${db.escapeIdentifier(owner)}`,
+            `PASSWORD ${db.escapeLiteral(verifier)} IN ROLE ${o}`,
         );
         await db.query(
           `ALTER ROLE ${r} IN DATABASE ${db.escapeIdentifier(assertPhysicalName(physical))} SET role = ${db.escapeLiteral(owner)}`,
         );
-        await db.query('COMMIT');
-      } catch (err) {
-        await db.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
-    });
-    try {
-      await this.withDatabase(region, physical, async (db) => {
-        const r = db.escapeIdentifier(role);
-        const o = db.escapeIdentifier(owner);
         for (const kind of ['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES', 'SCHEMAS']) {
           await db.query(`ALTER DEFAULT PRIVILEGES FOR ROLE ${r} GRANT ALL ON ${kind} TO ${o}`);
         }
       });
-    } catch (err) {
-      await this.dropLoginRole(region, physical, role).catch((cleanup: unknown) =>
-        this.logger.error({ err: cleanup, role }, 'could not remove a half-made credential role'),
-      );
-      throw err;
-    }
+    });
   }
 
   /** Sets the moment PostgreSQL stops accepting the role's password. False when the role is gone. */
   async expireLoginRole(region: Region, role: string, at: Date): Promise<boolean> {
-    const db = this.admin(region);
     const sql = `ALTER ROLE ${escapeIdentifier(assertCredentialRoleName(role))} VALID UNTIL ${escapeLiteral(at.toISOString())}`;
-    return this.ignoring([UNDEFINED_OBJECT], db.query(sql));
+    return this.ignoring([UNDEFINED_OBJECT], this.admin(region).query(sql));
   }
 
   /**
-   * Drops a credential's role: no new logins, its sessions terminated, whatever it still owns in
-   * its database reassigned to the owner role (so nothing another credential uses disappears),
-   * then the role itself. Idempotent: a role already gone is fine.
+   * Drops a credential's role: no new logins, its sessions terminated, then in one transaction in
+   * its database whatever it still owns is reassigned to the owner role (so nothing another
+   * credential uses disappears), its privileges dropped and the role dropped. Idempotent: a role
+   * already gone is fine.
    */
   async dropLoginRole(region: Region, physical: string, role: string): Promise<void> {
     assertCredentialRoleName(role);
@@ -213,14 +191,19 @@ export class DataPlane implements OnApplicationShutdown {
       role,
       TERMINATE_WAIT_MS,
     ]);
-    if (await this.databaseExists(region, physical)) {
-      await this.withDatabase(region, physical, async (db) => {
+    if (!(await this.databaseExists(region, physical))) {
+      // Its database (and with it everything the role owned there) is gone already.
+      await admin.query(`DROP ROLE IF EXISTS ${r}`);
+      return;
+    }
+    await this.withDatabase(region, physical, (db) =>
+      this.inTransaction(db, async () => {
         const ownerExists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [owner]);
         if (ownerExists.rowCount) await db.query(`REASSIGN OWNED BY ${r} TO ${db.escapeIdentifier(owner)}`);
         await db.query(`DROP OWNED BY ${r}`);
-      });
-    }
-    await admin.query(`DROP ROLE IF EXISTS ${r}`);
+        await db.query(`DROP ROLE ${r}`);
+      }),
+    );
   }
 
   /** Whether a role exists on the region's server (for operators and tests). */
@@ -257,6 +240,17 @@ export class DataPlane implements OnApplicationShutdown {
       throw err;
     } finally {
       db.release(broken);
+    }
+  }
+
+  private async inTransaction(db: Client, work: () => Promise<void>): Promise<void> {
+    await db.query('BEGIN');
+    try {
+      await work();
+      await db.query('COMMIT');
+    } catch (err) {
+      await db.query('ROLLBACK').catch(() => undefined);
+      throw err;
     }
   }
 

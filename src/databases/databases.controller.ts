@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { AppConfig } from '../config/app-config';
@@ -40,8 +40,13 @@ export class DatabasesController {
     summary: 'List the databases of the workspace that are not deleted, oldest first',
     description: `Pages with \`limit\` (default ${DEFAULT_DATABASE_PAGE}, at most 1000) and \`cursor\`; when more remain, the \`Link\` header (RFC 8288) carries the URL of the next page with rel="next". The body is always a bare array.`,
   })
-  @ApiHeader({ name: 'Link', required: false, description: 'Next page: `<url>; rel="next"` (response header)' })
-  @ApiResponse({ status: 200, type: [DatabaseResponse] })
+  @ApiResponse({
+    status: 200,
+    type: [DatabaseResponse],
+    headers: {
+      Link: { description: 'When more remain: `<url of the next page>; rel="next"`', schema: { type: 'string' } },
+    },
+  })
   @ApiErrors(400)
   async list(
     @CurrentWorkspace() workspace: WorkspaceEntity,

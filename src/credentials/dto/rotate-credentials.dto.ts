@@ -1,0 +1,24 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+
+export class RotateCredentialsDto {
+  /**
+   * Hours until every credential that existed before this call stops working and is deleted
+   * (0 to 720; 0 expires them at once).
+   * @example 24
+   */
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: 720 })
+  @IsInt()
+  @Min(0)
+  @Max(720)
+  delayOldSecretsExpirationHours!: number;
+
+  /**
+   * Why the credentials are rotated; recorded with the rotation.
+   * @example "quarterly rotation"
+   */
+  @IsOptional()
+  @IsString()
+  @MaxLength(1000)
+  reason?: string;
+}

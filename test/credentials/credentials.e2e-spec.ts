@@ -1,0 +1,481 @@
+import { SecretBox } from '../../src/common/crypto/secret-box';
+import { CredentialsService } from '../../src/credentials/credentials.service';
+import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import {
+  Auth,
+  connectAs,
+  createReadyDatabase,
+  createWorkspace,
+  DatabaseBody,
+  databaseRow,
+  onDataPlane,
+  queryAs,
+  roleExists,
+  unique,
+} from '../databases/support';
+
+interface Issued {
+  id: string;
+  password: string;
+}
+
+describe('database credentials (real logins on the password-checking data plane)', () => {
+  let t: TestApp;
+  let auth: Auth;
+  let slug: string;
+  beforeAll(async () => {
+    const unreachable = new URL(process.env.DATA_PLANE_URL!);
+    unreachable.password = 'not-the-password';
+    t = await createTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATABASE_DELETION_GRACE_SECONDS: '3600',
+      // EU databases never get built: they stay REQUESTED, which the not-ready case needs.
+      DATA_PLANE_URL_AWS_EU_CENTRAL_1: unreachable.toString(),
+    });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+  });
+  afterAll(() => t.close());
+
+  const credentialsPath = (db: { name: string }, ws = slug) => `/workspaces/${ws}/databases/${db.name}/credentials`;
+
+  async function issue(db: { name: string }, ws = slug): Promise<Issued> {
+    const res = await t.http.post(credentialsPath(db, ws)).set(auth).expect(200);
+    return res.body as Issued;
+  }
+
+  async function rotate(db: { name: string }, hours: number, reason = 'test rotation'): Promise<Issued> {
+    const res = await t.http
+      .post(`${credentialsPath(db)}/rotate`)
+      .set(auth)
+      .send({ delayOldSecretsExpirationHours: hours, reason })
+      .expect(200);
+    return res.body as Issued;
+  }
+
+  const credentialRow = async (id: string) =>
+    (await t.dataSource.query('SELECT * FROM credentials WHERE id = $1', [id]))[0] as {
+      password_ciphertext: string;
+      expires_at: Date | null;
+      dropped: Date | null;
+      expired_by_rotation_id: string | null;
+    };
+
+  describe('create and use', () => {
+    let db: DatabaseBody;
+    beforeAll(async () => {
+      db = await createReadyDatabase(t, auth, slug);
+    });
+
+    it('returns the password once, and logs in to dbHost with user = id; a second credential reads what the first made', async () => {
+      const res = await t.http.post(credentialsPath(db)).set(auth).expect(200);
+      expect(res.body).toEqual({
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        database: expect.objectContaining({ id: db.id, name: db.name, status: 'READY', dbHost: db.dbHost }),
+        internal: false,
+        password: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+        created: expect.any(String),
+      });
+      const first = res.body as Issued;
+      const client = await connectAs(db.dbHost!, first.id, first.password);
+      try {
+        await client.query('CREATE TABLE orders (id int PRIMARY KEY, item text)');
+        await client.query("INSERT INTO orders VALUES (1, 'book')");
+        const who = await client.query('SELECT session_user, current_user, current_database()');
+        expect(who.rows[0]).toEqual({
+          session_user: first.id,
+          current_user: expect.stringMatching(/_owner$/),
+          current_database: (await databaseRow(t, db.id)).physical_name,
+        });
+      } finally {
+        await client.end();
+      }
+      const second = await issue(db);
+      expect(second.id).not.toBe(first.id);
+      expect(second.password).not.toBe(first.password);
+      await expect(queryAs(db.dbHost!, second.id, second.password, 'SELECT item FROM orders')).resolves.toEqual([
+        { item: 'book' },
+      ]);
+    });
+
+    it('creates a role with no special powers that acts as the database owner role', async () => {
+      const cred = await issue(db);
+      const physical = (await databaseRow(t, db.id)).physical_name;
+      const role = await onDataPlane(async (c) => {
+        const { rows } = await c.query(
+          `SELECT rolcanlogin, rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, rolinherit,
+                  pg_has_role(rolname, $2, 'MEMBER') AS member_of_owner
+             FROM pg_roles WHERE rolname = $1`,
+          [cred.id, `${physical}_owner`],
+        );
+        return rows[0];
+      });
+      expect(role).toEqual({
+        rolcanlogin: true,
+        rolsuper: false,
+        rolcreatedb: false,
+        rolcreaterole: false,
+        rolreplication: false,
+        rolbypassrls: false,
+        rolinherit: true,
+        member_of_owner: true,
+      });
+    });
+
+    it('stores the password only sealed with a key id, and never lists it', async () => {
+      const cred = await issue(db);
+      const row = await credentialRow(cred.id);
+      expect(row.password_ciphertext).not.toContain(cred.password);
+      expect(row.password_ciphertext).toMatch(/^[^:]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/);
+      expect(t.app.get(SecretBox).open(row.password_ciphertext)).toBe(cred.password);
+
+      const list = await t.http.get(credentialsPath(db)).set(auth).expect(200);
+      const item = list.body.find((c: { id: string }) => c.id === cred.id);
+      expect(item).toEqual({
+        id: cred.id,
+        database: {
+          id: db.id,
+          name: db.name,
+          workspace: expect.objectContaining({ id: db.workspace.id, slug }),
+          status: 'READY',
+          regionId: 1,
+          created: expect.any(String),
+        },
+        created: expect.any(String),
+      });
+      const text = JSON.stringify(list.body);
+      expect(text).not.toContain('password');
+      expect(text).not.toContain(cred.password);
+      expect(text).not.toContain(row.password_ciphertext);
+    });
+
+    it('cannot connect to another database of the same or of another workspace', async () => {
+      const cred = await issue(db);
+      const sibling = await createReadyDatabase(t, auth, slug);
+      const otherWorkspace = await createWorkspace(t, auth);
+      const foreign = await createReadyDatabase(t, auth, otherWorkspace.slug);
+      for (const target of [sibling, foreign]) {
+        await expect(queryAs(target.dbHost!, cred.id, cred.password, 'SELECT 1')).rejects.toThrow(
+          /permission denied for database/,
+        );
+      }
+      await expect(queryAs(db.dbHost!, cred.id, 'wrong-password', 'SELECT 1')).rejects.toThrow(
+        /password authentication failed/,
+      );
+    });
+
+    it('keeps what a credential owns usable by the others, also after it is deleted', async () => {
+      const maker = await issue(db);
+      const reader = await issue(db);
+      const client = await connectAs(db.dbHost!, maker.id, maker.password);
+      try {
+        // Acting as itself rather than the owner role: default privileges still cover the others.
+        await client.query('RESET ROLE');
+        await client.query('CREATE TABLE made_by_maker (v int)');
+        await client.query('INSERT INTO made_by_maker VALUES (42)');
+      } finally {
+        await client.end();
+      }
+      await expect(queryAs(db.dbHost!, reader.id, reader.password, 'SELECT v FROM made_by_maker')).resolves.toEqual([
+        { v: 42 },
+      ]);
+      await t.http
+        .delete(`${credentialsPath(db)}/${maker.id}`)
+        .set(auth)
+        .expect(204);
+      await expect(
+        queryAs(
+          db.dbHost!,
+          reader.id,
+          reader.password,
+          "SELECT v, pg_get_userbyid(relowner) AS owner FROM made_by_maker, pg_class WHERE relname = 'made_by_maker'",
+        ),
+      ).resolves.toEqual([{ v: 42, owner: expect.stringMatching(/_owner$/) }]);
+    });
+
+    it('deletes: 204, the open session is terminated, the role is gone; unknown ids are 404', async () => {
+      const cred = await issue(db);
+      const session = await connectAs(db.dbHost!, cred.id, cred.password);
+      try {
+        await session.query('SELECT 1');
+        const res = await t.http
+          .delete(`${credentialsPath(db)}/${cred.id}`)
+          .set(auth)
+          .expect(204);
+        expect(res.text).toBe('');
+        await expect(session.query('SELECT 1')).rejects.toThrow();
+      } finally {
+        await session.end().catch(() => undefined);
+      }
+      expect(await roleExists(cred.id)).toBe(false);
+      expect((await credentialRow(cred.id)).dropped).not.toBeNull();
+      await expect(queryAs(db.dbHost!, cred.id, cred.password, 'SELECT 1')).rejects.toThrow();
+      const list = await t.http.get(credentialsPath(db)).set(auth).expect(200);
+      expect(list.body.map((c: { id: string }) => c.id)).not.toContain(cred.id);
+
+      const again = await t.http
+        .delete(`${credentialsPath(db)}/${cred.id}`)
+        .set(auth)
+        .expect(404);
+      expect(again.body).toEqual({ errorCode: 'entity_not_found', message: expect.any(String), statusCode: 404 });
+      await t.http
+        .delete(`${credentialsPath(db)}/00000000-0000-4000-8000-000000000000`)
+        .set(auth)
+        .expect(404);
+      await t.http
+        .delete(`${credentialsPath(db)}/not-an-id`)
+        .set(auth)
+        .expect(404);
+    });
+  });
+
+  describe('refusals', () => {
+    it('answers 409 db_status_failure while the database is not READY', async () => {
+      const name = `pending_${unique()}`;
+      await t.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: name, region: 'AWS_EU_CENTRAL_1' })
+        .expect(201);
+      const res = await t.http.post(credentialsPath({ name })).set(auth).expect(409);
+      expect(res.body).toEqual({
+        errorCode: 'db_status_failure',
+        message: expect.stringMatching(/not ready yet/),
+        statusCode: 409,
+      });
+      const rotateRes = await t.http
+        .post(`${credentialsPath({ name })}/rotate`)
+        .set(auth)
+        .send({ delayOldSecretsExpirationHours: 0 })
+        .expect(409);
+      expect(rotateRes.body.errorCode).toBe('db_status_failure');
+      expect(
+        await t.dataSource.query(
+          'SELECT id FROM credentials c WHERE c.database_id IN (SELECT id FROM databases WHERE name = $1)',
+          [name],
+        ),
+      ).toEqual([]);
+    });
+
+    it('answers 404 for an unknown database', async () => {
+      await t.http
+        .post(credentialsPath({ name: 'no_such_db' }))
+        .set(auth)
+        .expect(404);
+      await t.http
+        .get(credentialsPath({ name: 'no_such_db' }))
+        .set(auth)
+        .expect(404);
+    });
+
+    it('answers 500 credential_creation_failure when the data plane refuses, leaving no role behind', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const physical = (await databaseRow(t, db.id)).physical_name;
+      const members = () =>
+        onDataPlane(async (c) => {
+          const { rows } = await c.query(
+            `SELECT count(*)::int AS n FROM pg_auth_members m JOIN pg_roles o ON o.oid = m.roleid WHERE o.rolname = $1`,
+            [`${physical}_owner`],
+          );
+          return rows[0].n as number;
+        });
+      const before = await members();
+      await onDataPlane((c) => c.query(`ALTER DATABASE ${c.escapeIdentifier(physical)} ALLOW_CONNECTIONS false`));
+      try {
+        const res = await t.http.post(credentialsPath(db)).set(auth).expect(500);
+        expect(res.body).toEqual({
+          errorCode: 'credential_creation_failure',
+          message: expect.any(String),
+          statusCode: 500,
+        });
+      } finally {
+        await onDataPlane((c) => c.query(`ALTER DATABASE ${c.escapeIdentifier(physical)} ALLOW_CONNECTIONS true`));
+      }
+      expect(await members()).toBe(before);
+      expect(await t.dataSource.query('SELECT id FROM credentials WHERE database_id = $1', [db.id])).toEqual([]);
+      await issue(db);
+    });
+
+    it.each([[-1], [721], [1.5], ['24'], [null]])('refuses a rotation delay of %j with 400', async (delay) => {
+      const db = { name: 'whatever_db' };
+      const res = await t.http
+        .post(`${credentialsPath(db)}/rotate`)
+        .set(auth)
+        .send({ delayOldSecretsExpirationHours: delay, reason: 'x' })
+        .expect(400);
+      expect(res.body.errorCode).toBe('bad_request');
+      expect(res.body.message).toMatch(/delayOldSecretsExpirationHours/);
+    });
+  });
+
+  describe('rotation', () => {
+    it('with delay 0: the old password is refused at once, the new one works, and the old data stays readable', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const old = await issue(db);
+      await queryAs(db.dbHost!, old.id, old.password, 'CREATE TABLE kept (v text)');
+      await queryAs(db.dbHost!, old.id, old.password, "INSERT INTO kept VALUES ('still here')");
+
+      const fresh = await rotate(db, 0, 'leaked in a log');
+      expect(fresh).toMatchObject({ id: expect.any(String), password: expect.any(String), internal: false });
+      expect(fresh.id).not.toBe(old.id);
+      await expect(queryAs(db.dbHost!, old.id, old.password, 'SELECT 1')).rejects.toThrow(
+        /password authentication failed/,
+      );
+      await expect(queryAs(db.dbHost!, fresh.id, fresh.password, 'SELECT v FROM kept')).resolves.toEqual([
+        { v: 'still here' },
+      ]);
+      const [rotation] = await t.dataSource.query('SELECT * FROM credential_rotations WHERE new_credential_id = $1', [
+        fresh.id,
+      ]);
+      expect(rotation).toMatchObject({ database_id: db.id, reason: 'leaked in a log', delay_hours: 0 });
+      expect((await credentialRow(old.id)).expired_by_rotation_id).toBe(rotation.id);
+
+      // The expiry job drops the old role shortly after.
+      await eventually(async () => !(await roleExists(old.id)));
+      await eventually(async () => (await credentialRow(old.id)).dropped !== null);
+      const list = await t.http.get(credentialsPath(db)).set(auth).expect(200);
+      expect(list.body.map((c: { id: string }) => c.id)).toEqual([fresh.id]);
+    });
+
+    it('with a delay: the old password works until the expiry moment PostgreSQL was told, then the job drops the role; running late or twice is harmless', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const old = await issue(db);
+      const fresh = await rotate(db, 2);
+      await expect(queryAs(db.dbHost!, old.id, old.password, 'SELECT 1')).resolves.toEqual([{ '?column?': 1 }]);
+      await expect(queryAs(db.dbHost!, fresh.id, fresh.password, 'SELECT 1')).resolves.toHaveLength(1);
+
+      const row = await credentialRow(old.id);
+      expect(row.expires_at).not.toBeNull();
+      const expiresAt = new Date(row.expires_at!);
+      expect(Math.abs(expiresAt.getTime() - (Date.now() + 2 * 3600 * 1000))).toBeLessThan(60 * 1000);
+      const validUntil = await onDataPlane(async (c) => {
+        const { rows } = await c.query('SELECT rolvaliduntil FROM pg_roles WHERE rolname = $1', [old.id]);
+        return rows[0].rolvaliduntil as Date;
+      });
+      expect(validUntil.getTime()).toBe(expiresAt.getTime());
+      const list = await t.http.get(credentialsPath(db)).set(auth).expect(200);
+      expect(list.body.find((c: { id: string }) => c.id === old.id).expires).toBe(expiresAt.toISOString());
+      expect(list.body.find((c: { id: string }) => c.id === fresh.id).expires).toBeUndefined();
+
+      const queue = t.app.get(JobDispatcher).queue('credential-expiry');
+      const job = await queue.getJob(`expire:${old.id}:${expiresAt.getTime()}`);
+      expect(job).not.toBeNull();
+      expect(await job!.isDelayed()).toBe(true);
+
+      // Running the job before its moment (promoted early) changes nothing.
+      const service = t.app.get(CredentialsService);
+      await expect(service.expire(old.id)).resolves.toBe(false);
+      expect(await roleExists(old.id)).toBe(true);
+
+      // Time passes: the moment is now behind us, for PostgreSQL and for the service.
+      const past = new Date(Date.now() - 1000);
+      await t.dataSource.query('UPDATE credentials SET expires_at = $2 WHERE id = $1', [old.id, past]);
+      await onDataPlane((c) =>
+        c.query(`ALTER ROLE ${c.escapeIdentifier(old.id)} VALID UNTIL ${c.escapeLiteral(past.toISOString())}`),
+      );
+      await expect(queryAs(db.dbHost!, old.id, old.password, 'SELECT 1')).rejects.toThrow(
+        /password authentication failed/,
+      );
+      await job!.promote();
+      await eventually(async () => (await credentialRow(old.id)).dropped !== null);
+      expect(await roleExists(old.id)).toBe(false);
+      const dropped = (await credentialRow(old.id)).dropped;
+
+      await expect(service.expire(old.id)).resolves.toBe(false);
+      expect((await credentialRow(old.id)).dropped).toEqual(dropped);
+      await expect(queryAs(db.dbHost!, fresh.id, fresh.password, 'SELECT 1')).resolves.toHaveLength(1);
+    });
+
+    it('the sweep drops an expired credential whose job was lost', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const old = await issue(db);
+      await rotate(db, 5);
+      const queue = t.app.get(JobDispatcher).queue('credential-expiry');
+      const expiresAt = new Date((await credentialRow(old.id)).expires_at!);
+      await (await queue.getJob(`expire:${old.id}:${expiresAt.getTime()}`))!.remove();
+
+      await reconcile(t.app);
+      expect(await roleExists(old.id)).toBe(true);
+      // The sweep re-enqueued the lost job for the moment still ahead.
+      expect(await queue.getJob(`expire:${old.id}:${expiresAt.getTime()}`)).not.toBeNull();
+      await (await queue.getJob(`expire:${old.id}:${expiresAt.getTime()}`))!.remove();
+
+      await t.dataSource.query("UPDATE credentials SET expires_at = now() - interval '1 second' WHERE id = $1", [
+        old.id,
+      ]);
+      await reconcile(t.app);
+      expect(await roleExists(old.id)).toBe(false);
+      expect((await credentialRow(old.id)).dropped).not.toBeNull();
+    });
+
+    it('a later rotation expires the credential an earlier one created, never its own', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const original = await issue(db);
+      const first = await rotate(db, 24);
+      const second = await rotate(db, 0);
+      await expect(queryAs(db.dbHost!, second.id, second.password, 'SELECT 1')).resolves.toHaveLength(1);
+      await expect(queryAs(db.dbHost!, first.id, first.password, 'SELECT 1')).rejects.toThrow(
+        /password authentication failed/,
+      );
+      await expect(queryAs(db.dbHost!, original.id, original.password, 'SELECT 1')).rejects.toThrow(
+        /password authentication failed/,
+      );
+      // The earlier expiry wins for the original credential (24h from the first, now from the second).
+      const originalRow = await credentialRow(original.id);
+      expect(new Date(originalRow.expires_at!).getTime()).toBeLessThanOrEqual(Date.now());
+      expect((await credentialRow(second.id)).expires_at).toBeNull();
+    });
+
+    it("overlapping concurrent rotations leave exactly the later one's credential working", async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      await issue(db);
+      const [a, b] = await Promise.all([rotate(db, 0, 'a'), rotate(db, 0, 'b')]);
+      const rows = await t.dataSource.query<
+        { id: string; expires_at: Date | null; expired_by_rotation_id: string | null }[]
+      >('SELECT id, expires_at, expired_by_rotation_id FROM credentials WHERE id = ANY($1)', [[a.id, b.id]]);
+      const survivors = rows.filter((r) => r.expires_at === null);
+      expect(survivors).toHaveLength(1);
+      const later = survivors[0].id === a.id ? a : b;
+      const earlier = later === a ? b : a;
+      const expired = rows.find((r) => r.id === earlier.id)!;
+      const [rotation] = await t.dataSource.query('SELECT new_credential_id FROM credential_rotations WHERE id = $1', [
+        expired.expired_by_rotation_id,
+      ]);
+      expect(rotation.new_credential_id).toBe(later.id);
+      await expect(queryAs(db.dbHost!, later.id, later.password, 'SELECT 1')).resolves.toHaveLength(1);
+      await expect(queryAs(db.dbHost!, earlier.id, earlier.password, 'SELECT 1')).rejects.toThrow();
+    });
+  });
+
+  describe('a database queued for deletion', () => {
+    it('keeps its credentials working until finalization, which drops them', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const before = await issue(db);
+      await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+
+      await expect(queryAs(db.dbHost!, before.id, before.password, 'SELECT 1')).resolves.toHaveLength(1);
+      const during = await issue(db);
+      await expect(queryAs(db.dbHost!, during.id, during.password, 'SELECT 1')).resolves.toHaveLength(1);
+      const list = await t.http.get(credentialsPath(db)).set(auth).expect(200);
+      expect(list.body.map((c: { id: string }) => c.id).sort()).toEqual([before.id, during.id].sort());
+
+      const session = await connectAs(db.dbHost!, during.id, during.password);
+      try {
+        await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+          db.id,
+        ]);
+        await expect(t.app.get(DatabaseLifecycle).finalize(db.id)).resolves.toBe(true);
+        await expect(session.query('SELECT 1')).rejects.toThrow();
+      } finally {
+        await session.end().catch(() => undefined);
+      }
+      for (const cred of [before, during]) {
+        expect(await roleExists(cred.id)).toBe(false);
+        expect((await credentialRow(cred.id)).dropped).not.toBeNull();
+      }
+      await t.http.get(credentialsPath(db)).set(auth).expect(404);
+    });
+  });
+});
