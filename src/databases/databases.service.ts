@@ -159,12 +159,14 @@ export class DatabasesService {
     if (!database.deleted) {
       const graceMs = this.config.env.DATABASE_DELETION_GRACE_SECONDS * 1000;
       const now = new Date();
-      database.deleted = now;
-      database.deletionDueAt = new Date(now.getTime() + graceMs);
-      await this.databases.update(
+      const { affected } = await this.databases.update(
         { id: database.id, deleted: IsNull() },
-        { deleted: database.deleted, deletionDueAt: database.deletionDueAt },
+        { deleted: now, deletionDueAt: new Date(now.getTime() + graceMs) },
       );
+      // A concurrent delete may have won: answer what was recorded.
+      const recorded = affected ? null : await this.databases.findOneBy({ id: database.id });
+      database.deleted = recorded?.deleted ?? now;
+      database.deletionDueAt = recorded?.deletionDueAt ?? new Date(now.getTime() + graceMs);
       await this.jobs.dispatch(
         Queues.DatabaseLifecycle,
         DatabaseJobs.FinalizeDeletion,

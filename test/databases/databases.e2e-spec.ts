@@ -409,7 +409,7 @@ describe('database lifecycle jobs', () => {
   });
   afterAll(() => t.close());
 
-  it('keeps a deleted database working during the grace period, and the sweep finalizes it when its job was lost', async () => {
+  it('keeps a deleted database until its grace period ends, and the sweep finalizes it when its job was lost', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const { physical_name: physical } = await databaseRow(t, db.id);
     await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
@@ -471,6 +471,35 @@ describe('database lifecycle jobs', () => {
     } finally {
       spy.mockRestore();
     }
+  });
+
+  it('answers a second delete with the same body, and refuses to rename a database queued for deletion', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const path = `/workspaces/${slug}/databases/${db.name}`;
+    const first = await t.http.delete(path).set(auth).expect(200);
+    const second = await t.http.delete(path).set(auth).expect(200);
+    expect(second.body).toEqual(first.body);
+    const concurrent = await Promise.all([1, 2, 3].map(() => t.http.delete(path).set(auth)));
+    expect(concurrent.map((r) => r.body.deleted)).toEqual([first.body.deleted, first.body.deleted, first.body.deleted]);
+    const rename = await t.http
+      .put(path)
+      .set(auth)
+      .send({ name: `moved_${unique()}` })
+      .expect(409);
+    expect(rename.body).toEqual({
+      errorCode: 'db_status_failure',
+      message: `Database ${db.name} is queued for deletion and cannot be renamed`,
+      statusCode: 409,
+    });
+  });
+
+  it('deletes concurrently once: every answer carries the one recorded deletion time', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const path = `/workspaces/${slug}/databases/${db.name}`;
+    const results = await Promise.all(Array.from({ length: 5 }, () => t.http.delete(path).set(auth)));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    const row = await databaseRow(t, db.id);
+    for (const r of results) expect(r.body.deleted).toBe(new Date(row.deleted!).toISOString());
   });
 
   it('runs a provisioning job twice harmlessly', async () => {
