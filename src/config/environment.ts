@@ -96,6 +96,15 @@ export class EnvironmentVariables {
   @IsString()
   DATA_PLANE_PUBLIC_HOST_AZURE_EASTUS?: string;
 
+  /**
+   * Revoke PUBLIC's CONNECT on the data-plane servers' shared databases (postgres, template1 and the
+   * admin URL's database), so credentials can connect only to their own database (and cannot hold
+   * template1 open, which would block CREATE DATABASE). The admin role is granted CONNECT first.
+   */
+  @Transform(toBool)
+  @IsBoolean()
+  DATA_PLANE_LOCK_SHARED_DATABASES = true;
+
   /** Prefix of physical database and owner-role names on the data plane (lets test runs share a server). */
   @Matches(/^[a-z][a-z0-9_]{0,19}$/)
   DATA_PLANE_NAME_PREFIX = 'cp_';

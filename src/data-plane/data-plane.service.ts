@@ -31,6 +31,8 @@ function codeOf(err: unknown): string | undefined {
 export class DataPlane implements OnApplicationShutdown {
   private readonly logger = new Logger(DataPlane.name);
   private readonly pools = new Map<string, Pool>();
+  /** Server URLs whose shared databases this process has already closed to PUBLIC. */
+  private readonly lockedServers = new Set<string>();
 
   constructor(private readonly config: AppConfig) {}
 
@@ -73,6 +75,7 @@ export class DataPlane implements OnApplicationShutdown {
    */
   async buildDatabase(region: Region, physical: string, options: { sharded?: boolean } = {}): Promise<void> {
     const owner = ownerRoleName(physical);
+    await this.lockSharedDatabases(region);
     await this.withAdmin(region, async (db) => {
       const o = db.escapeIdentifier(owner);
       const d = db.escapeIdentifier(assertPhysicalName(physical));
@@ -150,6 +153,7 @@ export class DataPlane implements OnApplicationShutdown {
     assertCredentialRoleName(role);
     if (!verifier.startsWith('SCRAM-SHA-256$')) throw new Error('a credential role needs a SCRAM-SHA-256 verifier');
     const owner = ownerRoleName(physical);
+    await this.lockSharedDatabases(region);
     await this.withDatabase(region, physical, async (db) => {
       const r = db.escapeIdentifier(role);
       const o = db.escapeIdentifier(owner);
@@ -204,6 +208,38 @@ export class DataPlane implements OnApplicationShutdown {
         await db.query(`DROP ROLE ${r}`);
       }),
     );
+  }
+
+  /**
+   * Closes the server's shared databases (postgres, template1, the admin URL's database) to PUBLIC,
+   * so a credential can connect to its own database only; the admin keeps an explicit grant.
+   * Once per server and process; skipped when DATA_PLANE_LOCK_SHARED_DATABASES is off.
+   */
+  async lockSharedDatabases(region: Region): Promise<void> {
+    const url = this.config.dataPlaneUrl(region);
+    if (!this.config.env.DATA_PLANE_LOCK_SHARED_DATABASES || this.lockedServers.has(url)) return;
+    const adminDatabase = decodeURIComponent(new URL(url).pathname.replace(/^\//, '')) || 'postgres';
+    try {
+      await this.withAdmin(region, async (db) => {
+        const { rows } = await db.query<{ datname: string }>(
+          `SELECT datname FROM pg_database
+            WHERE datname = ANY($1) AND datallowconn AND has_database_privilege('public', oid, 'CONNECT')`,
+          [['postgres', 'template1', adminDatabase]],
+        );
+        for (const { datname } of rows) {
+          const d = db.escapeIdentifier(datname);
+          await db.query(`GRANT CONNECT ON DATABASE ${d} TO CURRENT_USER`);
+          await db.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${d} FROM PUBLIC`);
+        }
+      });
+    } catch (err) {
+      // Not fatal: customer databases are closed to PUBLIC regardless; operators see why here.
+      this.logger.warn(
+        { region, err: err instanceof Error ? err.message : String(err) },
+        "could not close the server's shared databases to PUBLIC (credentials may connect to them)",
+      );
+    }
+    this.lockedServers.add(url);
   }
 
   /** Whether a role exists on the region's server (for operators and tests). */

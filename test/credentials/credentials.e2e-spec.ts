@@ -151,13 +151,21 @@ describe('database credentials (real logins on the password-checking data plane)
       expect(text).not.toContain(row.password_ciphertext);
     });
 
-    it('cannot connect to another database of the same or of another workspace', async () => {
+    it("cannot connect to another database of the same or of another workspace, nor to the server's shared ones", async () => {
       const cred = await issue(db);
       const sibling = await createReadyDatabase(t, auth, slug);
       const otherWorkspace = await createWorkspace(t, auth);
       const foreign = await createReadyDatabase(t, auth, otherWorkspace.slug);
       for (const target of [sibling, foreign]) {
         await expect(queryAs(target.dbHost!, cred.id, cred.password, 'SELECT 1')).rejects.toThrow(
+          /permission denied for database/,
+        );
+      }
+      // Nor to the server's shared databases.
+      for (const shared of ['postgres', 'template1']) {
+        const url = new URL(db.dbHost!);
+        url.pathname = `/${shared}`;
+        await expect(queryAs(url.toString(), cred.id, cred.password, 'SELECT 1')).rejects.toThrow(
           /permission denied for database/,
         );
       }
