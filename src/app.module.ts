@@ -13,6 +13,7 @@ import { dataSourceOptions } from './database/data-source-options';
 import { DatabasesModule } from './databases/databases.module';
 import { DevelopersModule } from './developers/developers.module';
 import { HealthModule } from './health/health.module';
+import { InvitesModule } from './invites/invites.module';
 import { LoggingModule } from './logging/logging.module';
 import { QueuesModule } from './queues/queues.module';
 import { WorkspacesModule } from './workspaces/workspaces.module';
@@ -35,6 +36,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     DataPlaneModule,
     DatabasesModule,
     CredentialsModule,
+    InvitesModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

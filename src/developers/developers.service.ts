@@ -1,10 +1,35 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, IsNull, Repository } from 'typeorm';
-import { DeveloperEntity } from './developer.entity';
+import { isEmail } from 'class-validator';
+import { EntityManager, In, IsNull, Repository } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { hashSecret, verifySecret } from '../common/crypto/password-hasher';
+import { randomToken } from '../common/crypto/tokens';
+import { DeveloperEntity, DeveloperKind } from './developer.entity';
+
+export type DeveloperIdentity = Pick<DeveloperEntity, 'id' | 'email' | 'kind'>;
+
+export interface NewDeveloper {
+  email: string;
+  kind: DeveloperKind;
+  /** Required for HUMAN developers, refused for API ones (they authenticate with their OAuth client). */
+  password?: string;
+}
+
+export const MIN_PASSWORD_LENGTH = 8;
+const MAX_PASSWORD_LENGTH = 1024;
+
+/** E-mails are compared case-insensitively: they are stored lower-cased. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
 
 @Injectable()
 export class DevelopersService {
+  /** Verified against when no developer matches, so a wrong e-mail costs as much time as a wrong password. */
+  private decoyHash?: Promise<string>;
+
   constructor(@InjectRepository(DeveloperEntity) private readonly developers: Repository<DeveloperEntity>) {}
 
   /** Hot path (every authenticated request): one indexed lookup of three columns. */
@@ -13,7 +38,7 @@ export class DevelopersService {
   }
 
   /** Active developers by id (the order of the ids is kept). */
-  async findActiveMany(ids: string[]): Promise<Pick<DeveloperEntity, 'id' | 'email' | 'kind'>[]> {
+  async findActiveMany(ids: string[]): Promise<DeveloperIdentity[]> {
     if (!ids.length) return [];
     const rows = await this.developers.find({
       select: { id: true, email: true, kind: true },
@@ -21,5 +46,64 @@ export class DevelopersService {
     });
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.flatMap((id) => byId.get(id) ?? []);
+  }
+
+  findActiveByEmail(email: string): Promise<DeveloperIdentity | null> {
+    return this.developers.findOne({
+      select: { id: true, email: true, kind: true },
+      where: { email: normalizeEmail(email), deleted: IsNull() },
+    });
+  }
+
+  /**
+   * Creates a developer (inside the caller's transaction when `manager` is given). The password is
+   * stored only as a scrypt hash.
+   */
+  async create(input: NewDeveloper, manager?: EntityManager): Promise<DeveloperIdentity> {
+    const email = normalizeEmail(input.email);
+    if (!isEmail(email) || email.length > 320) {
+      throw new ApiException(ErrorCode.BadRequest, `${input.email} is not a valid e-mail address`);
+    }
+    if (input.kind === DeveloperKind.Human) {
+      const length = input.password?.length ?? 0;
+      if (length < MIN_PASSWORD_LENGTH || length > MAX_PASSWORD_LENGTH) {
+        throw new ApiException(
+          ErrorCode.BadRequest,
+          `A HUMAN developer needs a password of ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
+        );
+      }
+    } else if (input.password !== undefined) {
+      throw new ApiException(
+        ErrorCode.BadRequest,
+        'An API developer has no password: it authenticates with its client',
+      );
+    }
+    const repo = manager ? manager.getRepository(DeveloperEntity) : this.developers;
+    if (await repo.exists({ where: { email } })) {
+      throw new ApiException(ErrorCode.DuplicateEntity, `A developer with e-mail ${email} already exists`);
+    }
+    const passwordHash = input.password !== undefined ? await hashSecret(input.password) : null;
+    const saved = await repo.save(repo.create({ email, kind: input.kind, passwordHash }));
+    return { id: saved.id, email: saved.email, kind: saved.kind };
+  }
+
+  /**
+   * The HUMAN developer with this e-mail and password, or null. Unknown e-mails, API developers and
+   * deleted developers fail like a wrong password, and take as long.
+   */
+  async authenticate(email: string, password: string): Promise<DeveloperIdentity | null> {
+    const developer = await this.developers.findOne({
+      select: { id: true, email: true, kind: true, passwordHash: true },
+      where: { email: normalizeEmail(email), deleted: IsNull() },
+    });
+    const stored = developer?.passwordHash ?? (await this.decoy());
+    const matches = await verifySecret(password, stored);
+    if (!developer || !developer.passwordHash || developer.kind !== DeveloperKind.Human || !matches) return null;
+    return { id: developer.id, email: developer.email, kind: developer.kind };
+  }
+
+  private decoy(): Promise<string> {
+    this.decoyHash ??= hashSecret(randomToken());
+    return this.decoyHash;
   }
 }

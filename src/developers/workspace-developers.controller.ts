@@ -3,6 +3,7 @@ import { ApiNoContentResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
 import { ApiErrors } from '../common/http/api-errors.decorator';
+import { isUuid } from '../common/http/uuid';
 import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-access.guard';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspacesService } from '../workspaces/workspaces.service';
@@ -45,8 +46,4 @@ export class WorkspaceDevelopersController {
       isUuid(developerId) ? developerId : '00000000-0000-0000-0000-000000000000',
     );
   }
-}
-
-function isUuid(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 }

@@ -27,7 +27,6 @@ const redisClients = new Set<Redis>();
           });
           client.on('error', () => undefined); // connection errors surface through /health and job retries
           redisClients.add(client);
-          client.once('end', () => redisClients.delete(client));
           return client;
         },
       }),
@@ -38,7 +37,16 @@ const redisClients = new Set<Redis>();
   exports: [BullModule, JobDispatcher, Reconciler],
 })
 export class QueuesModule implements OnApplicationShutdown {
-  onApplicationShutdown(): void {
-    for (const client of redisClients) client.disconnect();
+  constructor(private readonly jobs: JobDispatcher) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    // Let each queue finish its current job and close (Bull reconnects its blocking client while
+    // doing so), then make sure nothing is left connected or reconnecting.
+    const closing = Promise.all(ALL_QUEUES.map((name) => this.jobs.queue(name).close()));
+    await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
+    for (const client of redisClients) {
+      client.disconnect();
+      redisClients.delete(client);
+    }
   }
 }

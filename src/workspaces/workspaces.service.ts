@@ -57,6 +57,16 @@ export class WorkspacesService {
     return this.dataSource.getRepository(WorkspaceMemberEntity).existsBy({ workspaceId, developerId });
   }
 
+  /** Whether a developer with this (lower-cased) e-mail address is already a member. */
+  hasMemberWithEmail(workspaceId: string, email: string): Promise<boolean> {
+    return this.dataSource
+      .getRepository(WorkspaceMemberEntity)
+      .createQueryBuilder('m')
+      .innerJoin('m.developer', 'd')
+      .where('m.workspace_id = :workspaceId AND d.email = :email AND d.deleted IS NULL', { workspaceId, email })
+      .getExists();
+  }
+
   /** Ids of the workspace's members, in the order they joined. */
   async memberIds(workspaceId: string): Promise<string[]> {
     const rows = await this.dataSource

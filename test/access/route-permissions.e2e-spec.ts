@@ -1,4 +1,3 @@
-import type { Express } from 'express';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -22,7 +21,7 @@ interface Route {
 }
 
 function routesOf(t: TestApp): Route[] {
-  const express = t.app.getHttpAdapter().getInstance() as Express & {
+  const express = t.app.getHttpAdapter().getInstance() as unknown as {
     router: { stack: { route?: { path: string; methods: Record<string, boolean> } }[] };
   };
   return express.router.stack

@@ -9,7 +9,7 @@ describe('developers of a workspace', () => {
 
   const unique = () => Math.random().toString(36).slice(2, 8);
 
-  async function workspaceWith(...members: { developer: { id: string }; auth: object }[]) {
+  async function workspaceWith(...members: { developer: { id: string }; auth: { Authorization: string } }[]) {
     const [owner, ...rest] = members;
     const ws = (
       await t.http

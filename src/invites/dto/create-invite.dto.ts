@@ -1,0 +1,17 @@
+import { IsBoolean, IsEmail, IsOptional, MaxLength } from 'class-validator';
+
+/** Parameters for inviting a developer to a workspace. */
+export class CreateInviteDto {
+  /**
+   * The invitee's e-mail address.
+   * @example "jane@example.com"
+   */
+  @IsEmail({}, { message: 'email must be a valid e-mail address' })
+  @MaxLength(320)
+  email!: string;
+
+  /** If true, the response also carries the invite code (for programmatic acceptance). */
+  @IsOptional()
+  @IsBoolean()
+  programmatic?: boolean;
+}

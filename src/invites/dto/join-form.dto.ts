@@ -1,0 +1,12 @@
+import { IsString, MaxLength } from 'class-validator';
+
+/** The join page's form (application/x-www-form-urlencoded). */
+export class JoinFormDto {
+  @IsString()
+  @MaxLength(200)
+  code!: string;
+
+  @IsString()
+  @MaxLength(1024)
+  password!: string;
+}

@@ -1,0 +1,28 @@
+import { OnQueueFailed, Process, Processor } from '@nestjs/bull';
+import { Logger } from '@nestjs/common';
+import type { Job } from 'bull';
+import { ErrorCode } from '../common/errors/error-code';
+import { Queues } from '../queues/queue-names';
+import { InvitesService, SEND_INVITE_EMAIL } from './invites.service';
+
+@Processor(Queues.InviteEmail)
+export class InviteEmailProcessor {
+  private readonly logger = new Logger(InviteEmailProcessor.name);
+
+  constructor(private readonly invites: InvitesService) {}
+
+  @Process(SEND_INVITE_EMAIL)
+  send(job: Job<{ inviteId: string }>): Promise<'sent' | 'skipped'> {
+    return this.invites.deliverEmail(job.data.inviteId);
+  }
+
+  @OnQueueFailed()
+  onFailed(job: Job<{ inviteId: string }>, err: Error): void {
+    if (job.attemptsMade >= (job.opts.attempts ?? 1)) {
+      this.logger.error(
+        { inviteId: job.data.inviteId, errorCode: ErrorCode.EmailSendFailure, err: err.message },
+        'invite e-mail retries exhausted; the reconciler will try again later',
+      );
+    }
+  }
+}

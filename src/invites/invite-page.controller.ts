@@ -1,0 +1,102 @@
+import { Body, Controller, Get, Post, Query, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { Public } from '../auth/public.decorator';
+import { ApiException } from '../common/errors/api-exception';
+import { escapeHtml, htmlPage } from '../common/http/html';
+import { DeveloperKind } from '../developers/developer.entity';
+import { DevelopersService } from '../developers/developers.service';
+import { JoinFormDto } from './dto/join-form.dto';
+import { InvitesService } from './invites.service';
+
+/**
+ * The page behind the e-mailed join link: a person without an account chooses a password (which
+ * creates a HUMAN developer), one with an account enters theirs; either way they join the workspace.
+ */
+@ApiExcludeController()
+@Public()
+@Controller('invites')
+export class InvitePageController {
+  constructor(
+    private readonly invites: InvitesService,
+    private readonly developers: DevelopersService,
+  ) {}
+
+  @Get('accept')
+  async page(@Query('code') code: string | undefined, @Res() res: Response): Promise<void> {
+    try {
+      const invite = await this.invites.findByCode(String(code ?? ''));
+      const hasAccount = !!(await this.developers.findActiveByEmail(invite.email));
+      this.render(res, 200, this.form(invite.workspace!.name, invite.email, String(code), hasAccount));
+    } catch (err) {
+      this.renderError(res, err);
+    }
+  }
+
+  @Post('join')
+  async join(@Body() body: JoinFormDto, @Res() res: Response): Promise<void> {
+    let invite;
+    try {
+      invite = await this.invites.findByCode(body.code);
+    } catch (err) {
+      return this.renderError(res, err);
+    }
+    const workspaceName = invite.workspace!.name;
+    const existing = await this.developers.findActiveByEmail(invite.email);
+    try {
+      const developer = existing
+        ? await this.developers.authenticate(invite.email, body.password)
+        : await this.developers.create({ email: invite.email, kind: DeveloperKind.Human, password: body.password });
+      if (!developer) {
+        return this.render(res, 401, this.form(workspaceName, invite.email, body.code, true, 'Wrong password.'));
+      }
+      const workspace = await this.invites.accept(developer, body.code);
+      this.render(
+        res,
+        200,
+        htmlPage(
+          `You joined ${workspace.name}`,
+          `<p>Welcome! ${escapeHtml(developer.email)} is now a member of <strong>${escapeHtml(workspace.name)}</strong>.</p>`,
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof ApiException)) throw err;
+      this.render(
+        res,
+        err.getStatus(),
+        this.form(workspaceName, invite.email, body.code, !!existing, err.body.message),
+      );
+    }
+  }
+
+  private form(workspaceName: string, email: string, code: string, hasAccount: boolean, error?: string): string {
+    const title = `Join ${workspaceName}`;
+    const lead = hasAccount
+      ? `Sign in as <strong>${escapeHtml(email)}</strong> to join.`
+      : `Choose a password (at least 8 characters) to create your account, <strong>${escapeHtml(email)}</strong>, and join.`;
+    return htmlPage(
+      title,
+      `<p>${lead}</p>
+${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
+<form method="post" action="/invites/join">
+<input type="hidden" name="code" value="${escapeHtml(code)}">
+<label for="password">${hasAccount ? 'Password' : 'New password'}</label>
+<input id="password" name="password" type="password" autocomplete="${hasAccount ? 'current-password' : 'new-password'}" required>
+<button type="submit">${hasAccount ? 'Sign in and join' : 'Create account and join'}</button>
+</form>`,
+    );
+  }
+
+  private renderError(res: Response, err: unknown): void {
+    if (!(err instanceof ApiException)) throw err;
+    this.render(
+      res,
+      err.getStatus(),
+      htmlPage('This invite cannot be used', `<p class="error" role="alert">${escapeHtml(err.body.message)}</p>`),
+    );
+  }
+
+  private render(res: Response, status: number, html: string): void {
+    res.status(status).type('html').setHeader('Cache-Control', 'no-store').send(html);
+  }
+}

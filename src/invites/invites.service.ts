@@ -1,0 +1,268 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { Brackets, DataSource, QueryFailedError, SelectQueryBuilder } from 'typeorm';
+import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
+import { randomToken, sha256 } from '../common/crypto/tokens';
+import { SecretBox } from '../common/crypto/secret-box';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { escapeHtml } from '../common/http/html';
+import { isUuid } from '../common/http/uuid';
+import { AppConfig } from '../config/app-config';
+import { JobDispatcher } from '../queues/job-dispatcher';
+import { Queues } from '../queues/queue-names';
+import { Reconciler } from '../queues/reconciler';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import { WorkspaceResponse } from '../workspaces/workspace.response';
+import { WorkspacesService } from '../workspaces/workspaces.service';
+import { InviteEntity, InviteState } from './invite.entity';
+import { InviteResponse } from './invite.response';
+import { Mailer } from './mailer.service';
+
+export const SEND_INVITE_EMAIL = 'send';
+const OPEN_STATES = [InviteState.EmailPending, InviteState.EmailSent];
+
+/**
+ * Invites: EMAIL_PENDING (created; an e-mail is owed) → EMAIL_SENT (the job delivered it) →
+ * VERIFIED (accepted). EMAIL_PENDING/EMAIL_SENT read EXPIRED once `expiresAt` has passed.
+ * Deleting an invite removes it, so its code stops working.
+ */
+@Injectable()
+export class InvitesService implements OnModuleInit {
+  private readonly logger = new Logger(InvitesService.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly config: AppConfig,
+    private readonly secrets: SecretBox,
+    private readonly jobs: JobDispatcher,
+    private readonly reconciler: Reconciler,
+    private readonly workspaces: WorkspacesService,
+    private readonly mailer: Mailer,
+  ) {}
+
+  onModuleInit(): void {
+    this.reconciler.register('invite-emails', () => this.redispatchOwedEmails());
+  }
+
+  async create(
+    workspace: WorkspaceEntity,
+    sender: AuthenticatedDeveloper,
+    input: { email: string; programmatic?: boolean },
+  ): Promise<InviteResponse> {
+    const email = input.email.trim().toLowerCase();
+    if (await this.workspaces.hasMemberWithEmail(workspace.id, email)) {
+      throw new ApiException(ErrorCode.DuplicateEntity, `${email} is already a member of this workspace`);
+    }
+    const code = randomToken(24);
+    const invite = await this.dataSource
+      .transaction(async (tx) => {
+        const invites = tx.getRepository(InviteEntity);
+        // An open invite that has run out no longer blocks a new one.
+        await invites
+          .createQueryBuilder()
+          .update()
+          .set({ state: InviteState.Expired })
+          .where('workspace_id = :workspaceId AND email = :email AND state IN (:...open) AND expires_at <= now()', {
+            workspaceId: workspace.id,
+            email,
+            open: OPEN_STATES,
+          })
+          .execute();
+        return invites.save(
+          invites.create({
+            workspaceId: workspace.id,
+            senderId: sender.id,
+            email,
+            codeHash: sha256(code),
+            codeCiphertext: this.secrets.seal(code),
+            state: InviteState.EmailPending,
+            expiresAt: new Date(Date.now() + this.config.env.INVITE_TTL_SECONDS * 1000),
+          }),
+        );
+      })
+      .catch((err: unknown) => {
+        if (err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '23505') {
+          throw new ApiException(
+            ErrorCode.DuplicateEntity,
+            `An invite for ${email} to this workspace is already pending`,
+          );
+        }
+        throw err;
+      });
+    await this.dispatchEmail(invite.id);
+    const response = this.toResponse({
+      ...invite,
+      workspace,
+      sender: { id: sender.id, email: sender.email, kind: sender.kind } as never,
+    });
+    return input.programmatic ? { ...response, code } : response;
+  }
+
+  async list(workspace: WorkspaceEntity, state?: InviteState): Promise<InviteResponse[]> {
+    const query = this.withRelations(this.dataSource.getRepository(InviteEntity).createQueryBuilder('i'))
+      .where('i.workspace_id = :workspaceId', { workspaceId: workspace.id })
+      .orderBy('i.created', 'ASC')
+      .addOrderBy('i.id', 'ASC');
+    if (state === InviteState.Expired) {
+      query.andWhere(
+        new Brackets((q) =>
+          q
+            .where('i.state = :expired', { expired: InviteState.Expired })
+            .orWhere('(i.state IN (:...open) AND i.expires_at <= now())', { open: OPEN_STATES }),
+        ),
+      );
+    } else if (state) {
+      query.andWhere('i.state = :state', { state });
+      if (OPEN_STATES.includes(state)) query.andWhere('i.expires_at > now()');
+    }
+    return (await query.getMany()).map((i) => this.toResponse(i));
+  }
+
+  async delete(workspace: WorkspaceEntity, inviteId: string): Promise<void> {
+    const result = isUuid(inviteId)
+      ? await this.dataSource.getRepository(InviteEntity).delete({ id: inviteId, workspaceId: workspace.id })
+      : { affected: 0 };
+    if (!result.affected) throw new ApiException(ErrorCode.EntityNotFound, 'Invite not found');
+  }
+
+  /** Looks up an invite by its code for the join page (without consuming it). */
+  async findByCode(code: string): Promise<InviteEntity> {
+    const invite = await this.withRelations(this.dataSource.getRepository(InviteEntity).createQueryBuilder('i'))
+      .where('i.code_hash = :hash', { hash: sha256(code) })
+      .getOne();
+    if (!invite)
+      throw new ApiException(ErrorCode.EntityNotFound, 'Invite not found: the code is wrong or the invite was deleted');
+    this.assertUsable(invite);
+    return invite;
+  }
+
+  /**
+   * Joins the workspace with an invite code. The caller's e-mail must be the invitee's
+   * (case-insensitive). The invite row is locked so a code is used once.
+   */
+  async accept(developer: Pick<AuthenticatedDeveloper, 'id' | 'email'>, code: string): Promise<WorkspaceResponse> {
+    const { workspace } = await this.findByCode(code);
+    return this.dataSource.transaction(async (tx) => {
+      const invite = await tx
+        .getRepository(InviteEntity)
+        .createQueryBuilder('i')
+        .setLock('pessimistic_write')
+        .where('i.code_hash = :hash', { hash: sha256(code) })
+        .getOne();
+      if (!invite)
+        throw new ApiException(
+          ErrorCode.EntityNotFound,
+          'Invite not found: the code is wrong or the invite was deleted',
+        );
+      this.assertUsable(invite);
+      if (invite.email !== developer.email.toLowerCase()) {
+        throw new ApiException(ErrorCode.ForbiddenOperation, 'This invite was sent to another e-mail address');
+      }
+      await this.workspaces.addMember(invite.workspaceId, developer.id, tx);
+      await tx
+        .getRepository(InviteEntity)
+        .update(invite.id, { state: InviteState.Verified, acceptedBy: developer.id, codeCiphertext: null });
+      return WorkspaceResponse.from(workspace!);
+    });
+  }
+
+  /**
+   * The invite e-mail job: sends at most once per invite. The row stays locked while the message
+   * goes out, so a duplicated job waits and then finds the e-mail already sent.
+   */
+  async deliverEmail(inviteId: string): Promise<'sent' | 'skipped'> {
+    try {
+      return await this.dataSource.transaction(async (tx) => {
+        const invite = await this.withRelations(tx.getRepository(InviteEntity).createQueryBuilder('i'))
+          .addSelect('i.codeCiphertext')
+          .setLock('pessimistic_write', undefined, ['i'])
+          .where('i.id = :inviteId AND i.state = :pending AND i.email_sent_at IS NULL AND i.expires_at > now()', {
+            inviteId,
+            pending: InviteState.EmailPending,
+          })
+          .getOne();
+        if (!invite?.codeCiphertext) return 'skipped';
+        const link = `${this.config.publicUrl}/invites/accept?code=${encodeURIComponent(this.secrets.open(invite.codeCiphertext))}`;
+        const workspaceName = invite.workspace!.name;
+        await this.mailer.send({
+          to: invite.email,
+          subject: `You are invited to join ${workspaceName}`,
+          text: `${invite.sender!.email} invited you to the workspace "${workspaceName}".\n\nJoin: ${link}\n\nThe invite expires on ${invite.expiresAt.toISOString()}.\n`,
+          html: `<p>${escapeHtml(invite.sender!.email)} invited you to the workspace <strong>${escapeHtml(workspaceName)}</strong>.</p><p><a href="${escapeHtml(link)}">Join ${escapeHtml(workspaceName)}</a></p><p>The invite expires on ${invite.expiresAt.toISOString()}.</p>`,
+          messageId: `<invite-${invite.id}@${new URL(this.config.publicUrl).hostname}>`,
+        });
+        await tx.getRepository(InviteEntity).update(invite.id, {
+          state: InviteState.EmailSent,
+          emailSentAt: new Date(),
+          emailAttempts: invite.emailAttempts + 1,
+          codeCiphertext: null,
+          lastError: null,
+        });
+        return 'sent';
+      });
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      await this.dataSource
+        .getRepository(InviteEntity)
+        .createQueryBuilder()
+        .update()
+        .set({
+          emailAttempts: () => 'email_attempts + 1',
+          lastError: `${ErrorCode.EmailSendFailure}: ${message}`.slice(0, 1000),
+        })
+        .where({ id: inviteId })
+        .execute();
+      this.logger.warn(
+        { inviteId, errorCode: ErrorCode.EmailSendFailure, err: message },
+        'invite e-mail not sent; will retry',
+      );
+      throw err;
+    }
+  }
+
+  private dispatchEmail(inviteId: string, redispatch = false): Promise<boolean> {
+    const options = { jobId: `invite-email:${inviteId}` };
+    return redispatch
+      ? this.jobs.redispatch(Queues.InviteEmail, SEND_INVITE_EMAIL, { inviteId }, options)
+      : this.jobs.dispatch(Queues.InviteEmail, SEND_INVITE_EMAIL, { inviteId }, options);
+  }
+
+  /** Reconciler task: every invite still owed an e-mail gets its job back (a lost or exhausted job). */
+  private async redispatchOwedEmails(): Promise<void> {
+    const owed = await this.dataSource
+      .getRepository(InviteEntity)
+      .createQueryBuilder('i')
+      .select('i.id', 'id')
+      .where('i.state = :pending AND i.email_sent_at IS NULL AND i.expires_at > now()', {
+        pending: InviteState.EmailPending,
+      })
+      .getRawMany<{ id: string }>();
+    for (const { id } of owed) await this.dispatchEmail(id, true);
+  }
+
+  private assertUsable(invite: InviteEntity): void {
+    if (invite.state === InviteState.Verified)
+      throw new ApiException(ErrorCode.BadRequest, 'This invite has already been used');
+    if (invite.state === InviteState.Expired || invite.expiresAt.getTime() <= Date.now()) {
+      throw new ApiException(ErrorCode.BadRequest, 'This invite has expired; ask for a new one');
+    }
+  }
+
+  private withRelations(query: SelectQueryBuilder<InviteEntity>): SelectQueryBuilder<InviteEntity> {
+    return query.innerJoinAndSelect('i.workspace', 'w').innerJoinAndSelect('i.sender', 's');
+  }
+
+  toResponse(invite: InviteEntity): InviteResponse {
+    const expired = OPEN_STATES.includes(invite.state) && invite.expiresAt.getTime() <= Date.now();
+    return {
+      id: invite.id,
+      sender: { id: invite.sender!.id, email: invite.sender!.email, kind: invite.sender!.kind },
+      email: invite.email,
+      workspace: WorkspaceResponse.from(invite.workspace!),
+      verificationState: expired ? InviteState.Expired : invite.state,
+      created: invite.created,
+      updated: invite.updated,
+    };
+  }
+}

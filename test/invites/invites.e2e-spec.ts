@@ -1,0 +1,243 @@
+import { InvitesService } from '../../src/invites/invites.service';
+import { freePort, TestSmtpServer } from '../support/smtp';
+import {
+  createDeveloperWithToken,
+  createTestApp,
+  eventually,
+  reconcile,
+  TestApp,
+  uniqueEmail,
+} from '../support/test-app';
+
+type Auth = { Authorization: string };
+
+describe('invites', () => {
+  let smtp: TestSmtpServer;
+  let t: TestApp;
+  beforeAll(async () => {
+    smtp = await TestSmtpServer.start();
+    t = await createTestApp({ SMTP_URL: smtp.url, PUBLIC_URL: 'http://cp.test:3000' });
+  });
+  afterAll(async () => {
+    await t.close();
+    await smtp.close();
+  });
+
+  async function workspace(auth: Auth): Promise<{ id: string; slug: string; name: string }> {
+    return (
+      await t.http
+        .post('/workspaces')
+        .set(auth)
+        .send({ name: `Team ${Math.random().toString(36).slice(2, 9)}` })
+        .expect(201)
+    ).body;
+  }
+
+  const inviteRow = async (id: string) =>
+    (
+      await t.dataSource.query(
+        'SELECT state, email_sent_at, email_attempts, last_error, code_hash, code_ciphertext FROM invites WHERE id = $1',
+        [id],
+      )
+    )[0];
+
+  it('e-mails a working join link; the invitee joins and the state moves PENDING → SENT → VERIFIED', async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await workspace(owner.auth);
+    const inviteeEmail = uniqueEmail('invitee');
+    const created = await t.http
+      .post(`/workspaces/${ws.slug}/invites`)
+      .set(owner.auth)
+      .send({ email: inviteeEmail.toUpperCase() })
+      .expect(201);
+    expect(created.body).toEqual({
+      id: expect.any(String),
+      sender: { id: owner.developer.id, email: owner.developer.email, kind: 'HUMAN' },
+      email: inviteeEmail,
+      workspace: expect.objectContaining({ id: ws.id, slug: ws.slug }),
+      verificationState: 'EMAIL_PENDING',
+      created: expect.any(String),
+      updated: expect.any(String),
+    });
+    expect(created.body.code).toBeUndefined();
+
+    const mail = await eventually(() => Promise.resolve(smtp.messagesTo(inviteeEmail)[0]));
+    const link = /http:\/\/cp\.test:3000\/invites\/accept\?code=([A-Za-z0-9_-]+)/.exec(mail.decoded);
+    expect(link).not.toBeNull();
+    const row = await eventually(async () => {
+      const r = await inviteRow(created.body.id);
+      return r.state === 'EMAIL_SENT' && r;
+    });
+    expect(row.email_sent_at).not.toBeNull();
+    expect(row.code_ciphertext).toBeNull();
+    expect(row.code_hash).not.toBe(link![1]);
+
+    const page = await t.http.get(`/invites/accept?code=${link![1]}`).expect(200);
+    expect(page.text).toContain(ws.name);
+
+    const invitee = await createDeveloperWithToken(t.app, { email: inviteeEmail });
+    const joined = await t.http.post('/invites/accept').set(invitee.auth).send({ code: link![1] }).expect(200);
+    expect(joined.body).toMatchObject({ id: ws.id, slug: ws.slug });
+    await t.http.get(`/workspaces/${ws.slug}`).set(invitee.auth).expect(200);
+    expect((await inviteRow(created.body.id)).state).toBe('VERIFIED');
+    const list = await t.http
+      .get(`/workspaces/${ws.slug}/invites?verificationState=VERIFIED`)
+      .set(owner.auth)
+      .expect(200);
+    expect(list.body.map((i: { id: string }) => i.id)).toEqual([created.body.id]);
+
+    const again = await t.http.post('/invites/accept').set(invitee.auth).send({ code: link![1] }).expect(400);
+    expect(again.body.message).toMatch(/already been used/);
+    expect(smtp.messagesTo(inviteeEmail)).toHaveLength(1);
+  });
+
+  it('returns the code for programmatic invites and refuses acceptance by another address', async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await workspace(owner.auth);
+    const email = uniqueEmail('prog');
+    const res = await t.http
+      .post(`/workspaces/${ws.slug}/invites`)
+      .set(owner.auth)
+      .send({ email, programmatic: true })
+      .expect(201);
+    expect(res.body.code).toEqual(expect.any(String));
+    const stranger = await createDeveloperWithToken(t.app);
+    const refused = await t.http.post('/invites/accept').set(stranger.auth).send({ code: res.body.code }).expect(403);
+    expect(refused.body.errorCode).toBe('forbidden_operation');
+    const invitee = await createDeveloperWithToken(t.app, { email: email.toUpperCase() });
+    await t.http.post('/invites/accept').set(invitee.auth).send({ code: res.body.code }).expect(200);
+  });
+
+  it('refuses to invite a member or an address with a pending invite (409), and a bad address (400)', async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await workspace(owner.auth);
+    const member = await t.http
+      .post(`/workspaces/${ws.slug}/invites`)
+      .set(owner.auth)
+      .send({ email: owner.developer.email })
+      .expect(409);
+    expect(member.body.errorCode).toBe('duplicate_entity');
+    const email = uniqueEmail('twice');
+    await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201);
+    const dup = await t.http
+      .post(`/workspaces/${ws.slug}/invites`)
+      .set(owner.auth)
+      .send({ email: email.toUpperCase() })
+      .expect(409);
+    expect(dup.body).toMatchObject({
+      errorCode: 'duplicate_entity',
+      message: expect.stringContaining('already pending'),
+    });
+    const bad = await t.http
+      .post(`/workspaces/${ws.slug}/invites`)
+      .set(owner.auth)
+      .send({ email: 'not-an-address' })
+      .expect(400);
+    expect(bad.body).toMatchObject({ errorCode: 'bad_request', message: expect.stringContaining('email') });
+  });
+
+  it('lists invites with an optional state filter, and rejects an unknown state', async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await workspace(owner.auth);
+    const a = (
+      await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email: uniqueEmail() }).expect(201)
+    ).body;
+    const b = (
+      await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email: uniqueEmail() }).expect(201)
+    ).body;
+    await t.dataSource.query(`UPDATE invites SET expires_at = now() - interval '1 second' WHERE id = $1`, [b.id]);
+    const all = await t.http.get(`/workspaces/${ws.slug}/invites`).set(owner.auth).expect(200);
+    expect(all.body.map((i: { id: string }) => i.id)).toEqual([a.id, b.id]);
+    const expired = await t.http
+      .get(`/workspaces/${ws.slug}/invites?verificationState=EXPIRED`)
+      .set(owner.auth)
+      .expect(200);
+    expect(expired.body).toEqual([expect.objectContaining({ id: b.id, verificationState: 'EXPIRED' })]);
+    await t.http.get(`/workspaces/${ws.slug}/invites?verificationState=NOPE`).set(owner.auth).expect(400);
+  });
+
+  it('refuses expired, deleted and unknown codes', async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await workspace(owner.auth);
+    const email = uniqueEmail('late');
+    const invitee = await createDeveloperWithToken(t.app, { email });
+    const expired = (
+      await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email, programmatic: true })
+    ).body;
+    await t.dataSource.query(`UPDATE invites SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
+    const res = await t.http.post('/invites/accept').set(invitee.auth).send({ code: expired.code }).expect(400);
+    expect(res.body.message).toMatch(/expired/);
+
+    const deleted = (
+      await t.http
+        .post(`/workspaces/${ws.slug}/invites`)
+        .set(owner.auth)
+        .send({ email, programmatic: true })
+        .expect(201)
+    ).body;
+    await t.http.delete(`/workspaces/${ws.slug}/invites/${deleted.id}`).set(owner.auth).expect(204);
+    expect(await t.dataSource.query('SELECT id FROM invites WHERE id = $1', [deleted.id])).toEqual([]);
+    await t.http.post('/invites/accept').set(invitee.auth).send({ code: deleted.code }).expect(404);
+    await t.http.post('/invites/accept').set(invitee.auth).send({ code: 'nonsense' }).expect(404);
+    await t.http.delete(`/workspaces/${ws.slug}/invites/${deleted.id}`).set(owner.auth).expect(404);
+    await t.http.get(`/workspaces/${ws.slug}`).set(invitee.auth).expect(403);
+  });
+
+  it('never sends a second message for the same invite, however often the job runs', async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await workspace(owner.auth);
+    const email = uniqueEmail('once');
+    const invite = (await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201))
+      .body;
+    await eventually(async () => (await inviteRow(invite.id)).state === 'EMAIL_SENT');
+    const service = t.app.get(InvitesService);
+    expect(await Promise.all([service.deliverEmail(invite.id), service.deliverEmail(invite.id)])).toEqual([
+      'skipped',
+      'skipped',
+    ]);
+    await reconcile(t.app);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(smtp.messagesTo(email)).toHaveLength(1);
+  });
+});
+
+describe('invite e-mail while the SMTP server is down', () => {
+  it('keeps the invite EMAIL_PENDING with the failure recorded, then delivers exactly once when the server is back', async () => {
+    const smtp = new TestSmtpServer(await freePort()); // a known port with nothing listening yet
+    const t = await createTestApp({ SMTP_URL: smtp.url, JOB_BACKOFF_MS: '300' });
+    try {
+      const owner = await createDeveloperWithToken(t.app);
+      const ws = (
+        await t.http
+          .post('/workspaces')
+          .set(owner.auth)
+          .send({ name: `Down ${Date.now()}` })
+          .expect(201)
+      ).body;
+      const email = uniqueEmail('retry');
+      const invite = (await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201))
+        .body;
+      const failed = await eventually(async () => {
+        const [row] = await t.dataSource.query('SELECT state, email_attempts, last_error FROM invites WHERE id = $1', [
+          invite.id,
+        ]);
+        return row.email_attempts >= 1 && row;
+      });
+      expect(failed.state).toBe('EMAIL_PENDING');
+      expect(failed.last_error).toMatch(/^email_send_failure: /);
+
+      await smtp.listen();
+      const sent = await eventually(async () => {
+        const [row] = await t.dataSource.query('SELECT state, last_error FROM invites WHERE id = $1', [invite.id]);
+        return row.state === 'EMAIL_SENT' && row;
+      }, 30000);
+      expect(sent.last_error).toBeNull();
+      await reconcile(t.app);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(smtp.messagesTo(email)).toHaveLength(1);
+    } finally {
+      await t.close();
+      await smtp.close();
+    }
+  });
+});

@@ -1,0 +1,91 @@
+import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
+
+describe('the join page behind the e-mailed link', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  async function invite(email: string) {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = (
+      await t.http
+        .post('/workspaces')
+        .set(owner.auth)
+        .send({ name: `Join ${Math.random().toString(36).slice(2, 9)}` })
+        .expect(201)
+    ).body;
+    const inv = (
+      await t.http
+        .post(`/workspaces/${ws.slug}/invites`)
+        .set(owner.auth)
+        .send({ email, programmatic: true })
+        .expect(201)
+    ).body;
+    return { ws, code: inv.code as string, inviteId: inv.id as string };
+  }
+
+  const members = (workspaceId: string) =>
+    t.dataSource.query(
+      'SELECT d.email FROM workspace_members m JOIN developers d ON d.id = m.developer_id WHERE m.workspace_id = $1 ORDER BY m.created',
+      [workspaceId],
+    );
+
+  it('lets a person without an account choose a password, creating a HUMAN developer who joins', async () => {
+    const email = uniqueEmail('newbie');
+    const { ws, code, inviteId } = await invite(email);
+    const page = await t.http.get('/invites/accept').query({ code }).expect(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    expect(page.text).toContain('Create account and join');
+    expect(page.text).toContain('name="password"');
+
+    const short = await t.http.post('/invites/join').type('form').send({ code, password: 'short' }).expect(400);
+    expect(short.text).toContain('password');
+
+    const done = await t.http
+      .post('/invites/join')
+      .type('form')
+      .send({ code, password: 'a long enough password' })
+      .expect(200);
+    expect(done.text).toContain(`You joined ${ws.name}`);
+    const [dev] = await t.dataSource.query('SELECT kind, password_hash FROM developers WHERE email = $1', [email]);
+    expect(dev.kind).toBe('HUMAN');
+    expect(dev.password_hash).toMatch(/^scrypt\$/);
+    expect((await members(ws.id)).map((m: { email: string }) => m.email)).toContain(email);
+    const [row] = await t.dataSource.query('SELECT state FROM invites WHERE id = $1', [inviteId]);
+    expect(row.state).toBe('VERIFIED');
+  });
+
+  it('asks a person with an account for their password and refuses a wrong one', async () => {
+    const email = uniqueEmail('known');
+    await t.http
+      .post('/invites/join')
+      .type('form')
+      .send({ code: (await invite(email)).code, password: 'first password here' })
+      .expect(200);
+    const { ws, code } = await invite(email);
+    const page = await t.http.get('/invites/accept').query({ code }).expect(200);
+    expect(page.text).toContain('Sign in and join');
+    const wrong = await t.http
+      .post('/invites/join')
+      .type('form')
+      .send({ code, password: 'not my password' })
+      .expect(401);
+    expect(wrong.text).toContain('Wrong password');
+    expect((await members(ws.id)).map((m: { email: string }) => m.email)).not.toContain(email);
+    await t.http.post('/invites/join').type('form').send({ code, password: 'first password here' }).expect(200);
+    expect((await members(ws.id)).map((m: { email: string }) => m.email)).toContain(email);
+  });
+
+  it('shows an error page, never a form, for an unknown or used code', async () => {
+    const unknown = await t.http.get('/invites/accept').query({ code: 'nope' }).expect(404);
+    expect(unknown.text).toContain('cannot be used');
+    expect(unknown.text).not.toContain('<form');
+    const email = uniqueEmail('used');
+    const { code } = await invite(email);
+    await t.http.post('/invites/join').type('form').send({ code, password: 'a long enough password' }).expect(200);
+    const used = await t.http.get('/invites/accept').query({ code }).expect(400);
+    expect(used.text).toContain('already been used');
+  });
+});
