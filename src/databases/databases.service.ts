@@ -188,16 +188,17 @@ export class DatabasesService {
     return this.describe(database, database.workspace);
   }
 
-  /** Ids of the databases (not deleted) of every workspace the developer belongs to, oldest first. */
-  async idsVisibleTo(developerId: string): Promise<string[]> {
-    const workspaces = await this.workspaces.listForMember(developerId);
-    if (!workspaces.length) return [];
+  /** Ids of the databases (not deleted) of each of these workspaces, oldest first. */
+  async idsByWorkspace(workspaceIds: string[]): Promise<Map<string, string[]>> {
+    const result = new Map<string, string[]>(workspaceIds.map((id) => [id, []]));
+    if (!workspaceIds.length) return result;
     const rows = await this.databases.find({
-      select: { id: true },
-      where: { workspaceId: In(workspaces.map((w) => w.id)), deleted: IsNull() },
+      select: { id: true, workspaceId: true },
+      where: { workspaceId: In(workspaceIds), deleted: IsNull() },
       order: { created: 'ASC', id: 'ASC' },
     });
-    return rows.map((r) => r.id);
+    for (const row of rows) result.get(row.workspaceId)?.push(row.id);
+    return result;
   }
 
   /**

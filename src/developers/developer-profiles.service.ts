@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ApiException } from '../common/errors/api-exception';
+import { DatabasesService } from '../databases/databases.service';
 import { ErrorCode } from '../common/errors/error-code';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
@@ -17,6 +18,7 @@ export class DeveloperProfiles {
   constructor(
     private readonly developers: DevelopersService,
     private readonly workspaces: WorkspacesService,
+    private readonly databases: DatabasesService,
   ) {}
 
   async describe(developerId: string): Promise<DeveloperResponse> {
@@ -36,19 +38,29 @@ export class DeveloperProfiles {
       developers.map((d) => d.id),
       sharedWith,
     );
-    return developers.map((d) => this.toResponse(d, workspaces.get(d.id) ?? []));
+    const allWorkspaceIds = [...new Set([...workspaces.values()].flat().map((w) => w.id))];
+    const databases = await this.databases.idsByWorkspace(allWorkspaceIds);
+    return developers.map((d) => {
+      const own = workspaces.get(d.id) ?? [];
+      return this.toResponse(
+        d,
+        own,
+        own.flatMap((w) => databases.get(w.id) ?? []),
+      );
+    });
   }
 
   private toResponse(
     developer: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>,
     workspaces: WorkspaceEntity[],
+    databaseIds: string[],
   ): DeveloperResponse {
     return {
       id: developer.id,
       email: developer.email,
       kind: developer.kind,
       workspaces: workspaces.map((w) => WorkspaceResponse.from(w)),
-      databases: [],
+      databases: databaseIds,
     };
   }
 }

@@ -1,7 +1,6 @@
 import { Client } from 'pg';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
-import { DatabasesService } from '../../src/databases/databases.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
 import {
@@ -388,9 +387,13 @@ describe('databases on the data plane', () => {
       ids.push(res.body.id);
     }
     await t.http.delete(`/workspaces/${ws}/databases/second`).set(dev.auth).expect(200);
-    const service = t.app.get(DatabasesService);
-    expect(await service.idsVisibleTo(dev.developer.id)).toEqual([ids[0], ids[2]]);
-    expect(await service.idsVisibleTo((await createDeveloperWithToken(t.app)).developer.id)).toEqual([]);
+    const me = await t.http.get('/developers/me').set(dev.auth).expect(200);
+    expect(me.body.databases).toEqual([ids[0], ids[2]]);
+    const stranger = await t.http
+      .get('/developers/me')
+      .set((await createDeveloperWithToken(t.app)).auth)
+      .expect(200);
+    expect(stranger.body.databases).toEqual([]);
   });
 });
 

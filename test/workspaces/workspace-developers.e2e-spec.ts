@@ -40,6 +40,26 @@ describe('developers of a workspace', () => {
     expect(JSON.stringify(res.body)).not.toContain(colleaguePrivate.id);
   });
 
+  it("lists a member's database ids only from workspaces the caller shares", async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const colleague = await createDeveloperWithToken(t.app);
+    const shared = await workspaceWith(me, colleague);
+    const privateWs = await workspaceWith(colleague);
+    const create = (slug: string, auth: { Authorization: string }) =>
+      t.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: 'app', region: 'AWS_US_WEST_2' })
+        .expect(201);
+    const sharedDb = (await create(shared.slug, me.auth)).body.id;
+    const privateDb = (await create(privateWs.slug, colleague.auth)).body.id;
+    const res = await t.http.get(`/workspaces/${shared.slug}/developers`).set(me.auth).expect(200);
+    const seen = res.body.find((d: { id: string }) => d.id === colleague.developer.id);
+    expect(seen.databases).toEqual([sharedDb]);
+    const own = await t.http.get('/developers/me').set(colleague.auth).expect(200);
+    expect(own.body.databases).toEqual([sharedDb, privateDb]);
+  });
+
   it('removes a developer, whose next request to the workspace is refused', async () => {
     const me = await createDeveloperWithToken(t.app);
     const colleague = await createDeveloperWithToken(t.app);
