@@ -1,3 +1,7 @@
+import { RatedLineEntity } from '../billing/rated-line.entity';
+import { ComputeInstanceEntity } from '../compute/compute-instance.entity';
+import { ComputeTypeEntity } from '../compute/compute-type.entity';
+import { ComputeUsagePeriodEntity } from '../compute/compute-usage-period.entity';
 import { AuthorizationCodeEntity } from '../auth/oauth/authorization-code.entity';
 import { OAuthClientEntity } from '../auth/oauth/oauth-client.entity';
 import { RefreshTokenEntity } from '../auth/oauth/refresh-token.entity';
@@ -8,6 +12,7 @@ import { PooledDatabaseEntity } from '../databases/pooled-database.entity';
 import { DeveloperEntity } from '../developers/developer.entity';
 import { InviteEntity } from '../invites/invite.entity';
 import { WorkspaceMemberEntity } from '../workspaces/workspace-member.entity';
+import { SubscriptionEntity } from '../subscriptions/subscription.entity';
 import { WorkspaceEntity } from '../workspaces/workspace.entity';
 
 /** Every entity of the metadata database, listed once for the app and the migration CLI. */
@@ -23,4 +28,9 @@ export const ENTITIES = [
   PooledDatabaseEntity,
   CredentialEntity,
   CredentialRotationEntity,
+  ComputeTypeEntity,
+  ComputeInstanceEntity,
+  ComputeUsagePeriodEntity,
+  SubscriptionEntity,
+  RatedLineEntity,
 ];

@@ -1,4 +1,5 @@
 import { InitialSchema1795252276538 } from './1795252276538-InitialSchema';
+import { ComputeSubscriptionsBilling1795254361542 } from './1795254361542-ComputeSubscriptionsBilling';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
-export const MIGRATIONS: (new () => object)[] = [InitialSchema1795252276538];
+export const MIGRATIONS: (new () => object)[] = [InitialSchema1795252276538, ComputeSubscriptionsBilling1795254361542];

@@ -1,0 +1,30 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+
+/**
+ * One level of a workspace's subscription over a time range [validFrom, validTo). The current
+ * subscription is the row whose range contains now; a change closes it and opens the next.
+ */
+@Entity('subscriptions')
+@Index(['workspaceId', 'validFrom'])
+export class SubscriptionEntity {
+  @PrimaryGeneratedColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'workspace_id', type: 'uuid' })
+  workspaceId!: string;
+
+  @Column({ type: 'varchar', length: 20 })
+  level!: string;
+
+  @Column({ name: 'valid_from', type: 'timestamptz' })
+  validFrom!: Date;
+
+  @Column({ name: 'valid_to', type: 'timestamptz', nullable: true })
+  validTo!: Date | null;
+
+  @Column({ name: 'changed_by', type: 'uuid', nullable: true })
+  changedBy!: string | null;
+
+  @CreateDateColumn({ type: 'timestamptz' })
+  created!: Date;
+}
