@@ -1,8 +1,9 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { DeveloperKind } from './developer.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 
 /** `Developer` of the published API. */
+@ApiSchema({ name: 'Developer' })
 export class DeveloperResponse {
   id!: string;
   email!: string;

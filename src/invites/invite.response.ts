@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { DeveloperKind } from '../developers/developer.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { InviteState } from './invite.entity';
@@ -11,6 +11,7 @@ export class InviteSenderResponse {
 }
 
 /** `DeveloperInvite` of the published API (with `code` only for programmatic invites, once). */
+@ApiSchema({ name: 'DeveloperInvite' })
 export class InviteResponse {
   id!: string;
   sender!: InviteSenderResponse;

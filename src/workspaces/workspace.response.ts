@@ -1,6 +1,8 @@
+import { ApiSchema } from '@nestjs/swagger';
 import type { WorkspaceEntity } from './workspace.entity';
 
 /** `Workspace` of the published API. */
+@ApiSchema({ name: 'Workspace' })
 export class WorkspaceResponse {
   id!: string;
   /** @example "Acme Prod" */

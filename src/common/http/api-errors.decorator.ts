@@ -1,8 +1,9 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiProperty, ApiResponse } from '@nestjs/swagger';
+import { ApiProperty, ApiResponse, ApiSchema } from '@nestjs/swagger';
 import { ErrorCode } from '../errors/error-code';
 
 /** `APIError` of the published API: the body of every error response. */
+@ApiSchema({ name: 'APIError' })
 export class ApiErrorResponse {
   @ApiProperty({ enum: ErrorCode, enumName: 'ErrorCode' })
   errorCode!: ErrorCode;
