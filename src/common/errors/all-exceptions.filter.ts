@@ -28,7 +28,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const req = host.switchToHttp().getRequest<Request>();
     const { body, headers } = this.toBody(exception, req);
     if (body.statusCode >= 500) {
-      this.logger.error({ err: exception, path: req.path, method: req.method }, `${body.errorCode}: ${body.message}`);
+      this.logger.error(
+        { err: loggable(exception), path: req.path, method: req.method },
+        `${body.errorCode}: ${body.message}`,
+      );
     }
     if (res.headersSent) return;
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
@@ -108,6 +111,21 @@ export class AllExceptionsFilter implements ExceptionFilter {
         return body(ErrorCode.BadRequest, message || 'Bad request', status);
     }
   }
+}
+
+/** What of an error goes to the log: never a failed query's parameters (they can hold hashes or ciphertexts). */
+function loggable(exception: unknown): unknown {
+  if (exception instanceof QueryFailedError) {
+    const pg = exception.driverError as PgError;
+    return {
+      type: 'QueryFailedError',
+      message: exception.message,
+      code: pg.code,
+      constraint: pg.constraint,
+      stack: exception.stack,
+    };
+  }
+  return exception;
 }
 
 function body(errorCode: ErrorCode, message: string, statusCode: number): ErrorBody {
