@@ -5,6 +5,7 @@ import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { createValidationPipe } from './common/http/validation';
 import { CommonModule } from './common/common.module';
+import { ComputeModule } from './compute/compute.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { CredentialsModule } from './credentials/credentials.module';
@@ -36,6 +37,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     DataPlaneModule,
     DatabasesModule,
     CredentialsModule,
+    ComputeModule,
     InvitesModule,
   ],
   providers: [

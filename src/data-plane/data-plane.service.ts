@@ -242,6 +242,17 @@ export class DataPlane implements OnApplicationShutdown {
     this.lockedServers.add(url);
   }
 
+  /**
+   * Sets how many sessions the database accepts at once (`CONNECTION LIMIT`; -1: no limit of its
+   * own). Dedicated compute applies its instances' resource envelope with it. Idempotent.
+   */
+  async setConnectionLimit(region: Region, physical: string, limit: number): Promise<void> {
+    if (!Number.isSafeInteger(limit) || limit < -1) throw new Error(`not a connection limit: ${limit}`);
+    await this.admin(region).query(
+      `ALTER DATABASE ${escapeIdentifier(assertPhysicalName(physical))} CONNECTION LIMIT ${limit}`,
+    );
+  }
+
   /** Whether a role exists on the region's server (for operators and tests). */
   async roleExists(region: Region, role: string): Promise<boolean> {
     const { rowCount } = await this.admin(region).query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);

@@ -1,0 +1,260 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { isUuid } from '../common/http/uuid';
+import type { DatabaseEntity } from '../databases/database.entity';
+import type { DatabaseResponse } from '../databases/database.response';
+import { DatabasesService } from '../databases/databases.service';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import { WorkspaceResponse } from '../workspaces/workspace.response';
+import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
+import { ComputeInstanceTypeResponse, DedicatedComputeInstanceResponse } from './compute-instance.response';
+import { ComputeLifecycle } from './compute-lifecycle.service';
+import { allowedComputeSizes, findComputeType } from './compute-type-lookup';
+import { ComputeTypeEntity } from './compute-type.entity';
+import type { CreateComputeInstanceDto } from './dto/create-compute-instance.dto';
+import type { ListComputeInstancesQueryDto } from './dto/list-compute-instances-query.dto';
+import type { UpdateComputeInstanceDto } from './dto/update-compute-instance.dto';
+
+/** An answer whose work may still be under way in a job (202) or is complete (200). */
+export interface Accepted<T> {
+  body: T;
+  pending: boolean;
+}
+
+function typeResponse(t: ComputeTypeEntity): ComputeInstanceTypeResponse {
+  return { id: t.id, computeSize: t.computeSize, memory: t.memory, hourlyCost: t.hourlyCost };
+}
+
+function parseInstant(name: string, value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) {
+    throw new ApiException(ErrorCode.BadRequest, `${name} must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z`);
+  }
+  return date;
+}
+
+/**
+ * Dedicated compute instances of a database: their rules (sizes, names, windows), their
+ * representation and the desired-state rows ComputeLifecycle converges. Operations act on the
+ * database `DatabasesService.findOperable` answers, so they keep working while it is queued for
+ * deletion.
+ */
+@Injectable()
+export class ComputeService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(ComputeInstanceEntity) private readonly instances: Repository<ComputeInstanceEntity>,
+    @InjectRepository(ComputeTypeEntity) private readonly types: Repository<ComputeTypeEntity>,
+    private readonly databases: DatabasesService,
+    private readonly lifecycle: ComputeLifecycle,
+  ) {}
+
+  /** The compute types on offer, in their display order. */
+  async listTypes(): Promise<ComputeInstanceTypeResponse[]> {
+    return (await this.allTypes()).map(typeResponse);
+  }
+
+  /** Records the instance (PENDING) and enqueues its provisioning. */
+  async create(
+    workspace: WorkspaceEntity,
+    databaseName: string,
+    dto: CreateComputeInstanceDto,
+  ): Promise<DedicatedComputeInstanceResponse> {
+    const database = await this.databases.findOperable(workspace, databaseName);
+    const types = await this.allTypes();
+    const type = this.resolveType(types, dto.instanceSize);
+    const instance = await this.dataSource.transaction(async (manager) => {
+      // Shares the lock a finalization takes: no instance is added to a database being finalized.
+      const locked = await this.databases.lock(manager, database.id, 'pessimistic_read');
+      if (!locked || locked.finalized) throw this.databaseGone(workspace, databaseName);
+      const repo = manager.getRepository(ComputeInstanceEntity);
+      return repo.save(
+        repo.create({
+          databaseId: database.id,
+          name: dto.instanceName,
+          instanceTypeId: null,
+          desiredInstanceTypeId: type.id,
+          status: ComputeInstanceStatus.Pending,
+          lastError: null,
+          deleted: null,
+          terminated: null,
+        }),
+      );
+    });
+    await this.lifecycle.dispatch(instance);
+    return this.describe(instance, types, database, workspace);
+  }
+
+  /**
+   * Without a window, the database's instances that are not deleted. With `start` and/or `end`,
+   * every instance active at some moment of the window (deleted ones included): not terminated
+   * before `start`, created before `end`. Oldest first.
+   */
+  async list(
+    workspace: WorkspaceEntity,
+    databaseName: string,
+    window: ListComputeInstancesQueryDto,
+  ): Promise<DedicatedComputeInstanceResponse[]> {
+    const start = parseInstant('start', window.start);
+    const end = parseInstant('end', window.end);
+    if (start && end && start.getTime() > end.getTime()) {
+      throw new ApiException(ErrorCode.BadRequest, 'start must not be after end');
+    }
+    const database = await this.databases.findOperable(workspace, databaseName);
+    const query = this.instances.createQueryBuilder('i').where('i.database_id = :databaseId', {
+      databaseId: database.id,
+    });
+    if (!start && !end) query.andWhere('i.deleted IS NULL');
+    if (start) query.andWhere('(i.terminated IS NULL OR i.terminated >= :start)', { start });
+    if (end) query.andWhere('i.created < :end', { end });
+    const rows = await query.orderBy('i.created', 'ASC').addOrderBy('i.id', 'ASC').getMany();
+    const types = await this.allTypes();
+    return rows.map((row) => this.describe(row, types, database, workspace));
+  }
+
+  /** One instance of the database, also once deleted (so its deletion can be followed to TERMINATED). */
+  async get(
+    workspace: WorkspaceEntity,
+    databaseName: string,
+    instanceId: string,
+  ): Promise<DedicatedComputeInstanceResponse> {
+    const database = await this.databases.findOperable(workspace, databaseName);
+    const instance = isUuid(instanceId)
+      ? await this.instances.findOneBy({ id: instanceId, databaseId: database.id })
+      : null;
+    if (!instance) throw this.instanceNotFound(instanceId, databaseName);
+    return this.describe(instance, await this.allTypes(), database, workspace);
+  }
+
+  /**
+   * Renames and/or resizes. A resize records the new desired size and enqueues the job; the answer
+   * is pending (202) until the instance runs at that size. Answers the database with `parent`.
+   */
+  async update(
+    workspace: WorkspaceEntity,
+    databaseName: string,
+    instanceId: string,
+    dto: UpdateComputeInstanceDto,
+  ): Promise<Accepted<DatabaseResponse>> {
+    if (dto.instanceSize === undefined && dto.instanceName === undefined) {
+      throw new ApiException(ErrorCode.BadRequest, 'Nothing to update: give instanceSize and/or instanceName');
+    }
+    const database = await this.databases.findOperable(workspace, databaseName);
+    const type = dto.instanceSize === undefined ? undefined : this.resolveType(await this.allTypes(), dto.instanceSize);
+    const { instance, resized } = await this.dataSource.transaction(async (manager) => {
+      const row = await this.lockInstance(manager, database, instanceId, databaseName);
+      if (row.deleted) {
+        throw new ApiException(
+          ErrorCode.DbStatusFailure,
+          `Compute instance ${instanceId} is deleted and cannot be changed`,
+        );
+      }
+      const changes: Partial<ComputeInstanceEntity> = {};
+      if (dto.instanceName !== undefined && dto.instanceName !== row.name) changes.name = dto.instanceName;
+      if (type && type.id !== row.desiredInstanceTypeId) changes.desiredInstanceTypeId = type.id;
+      if (Object.keys(changes).length) await manager.update(ComputeInstanceEntity, { id: row.id }, changes);
+      return { instance: { ...row, ...changes }, resized: changes.desiredInstanceTypeId !== undefined };
+    });
+    if (resized) await this.lifecycle.dispatch(instance);
+    const pending =
+      type !== undefined &&
+      (instance.status !== ComputeInstanceStatus.Ready || instance.instanceTypeId !== instance.desiredInstanceTypeId);
+    return {
+      body: { ...this.databases.describe(database, workspace), parent: { id: database.id, name: database.name } },
+      pending,
+    };
+  }
+
+  /**
+   * Removes the instance from the database at once (`deleted`, DELETING) and enqueues its
+   * termination; pending (202) until it is TERMINATED. Repeating it answers the same.
+   */
+  async delete(
+    workspace: WorkspaceEntity,
+    databaseName: string,
+    instanceId: string,
+  ): Promise<Accepted<DatabaseResponse>> {
+    const database = await this.databases.findOperable(workspace, databaseName);
+    const instance = await this.dataSource.transaction(async (manager) => {
+      const row = await this.lockInstance(manager, database, instanceId, databaseName);
+      if (row.deleted) return row;
+      const changes = { deleted: new Date(), status: ComputeInstanceStatus.Deleting };
+      await manager.update(ComputeInstanceEntity, { id: row.id }, changes);
+      return { ...row, ...changes };
+    });
+    if (!instance.terminated) await this.lifecycle.dispatch(instance);
+    return { body: this.databases.describe(database, workspace), pending: !instance.terminated };
+  }
+
+  private describe(
+    instance: ComputeInstanceEntity,
+    types: ComputeTypeEntity[],
+    database: DatabaseEntity,
+    workspace: WorkspaceEntity,
+  ): DedicatedComputeInstanceResponse {
+    const byId = (id: string) => {
+      const type = types.find((t) => t.id === id);
+      if (!type) throw new Error(`compute type ${id} of instance ${instance.id} is not in compute_types`);
+      return type;
+    };
+    const desired = byId(instance.desiredInstanceTypeId);
+    return {
+      instanceId: instance.id,
+      workspace: WorkspaceResponse.from(workspace),
+      database: this.databases.describe(database, workspace),
+      region: database.region,
+      instanceName: instance.name,
+      instanceType: typeResponse(instance.instanceTypeId ? byId(instance.instanceTypeId) : desired),
+      desiredInstanceType: typeResponse(desired),
+      status: instance.status,
+      created: instance.created,
+      updated: instance.updated,
+      deleted: instance.deleted ?? undefined,
+    };
+  }
+
+  private allTypes(): Promise<ComputeTypeEntity[]> {
+    return this.types.find({ order: { position: 'ASC', id: 'ASC' } });
+  }
+
+  private resolveType(types: ComputeTypeEntity[], size: string): ComputeTypeEntity {
+    const type = findComputeType(types, size);
+    if (!type) {
+      throw new ApiException(
+        ErrorCode.BadRequest,
+        `instanceSize ${JSON.stringify(size)} is not a compute type; use one of ${allowedComputeSizes(types)}`,
+      );
+    }
+    return type;
+  }
+
+  private async lockInstance(
+    manager: EntityManager,
+    database: DatabaseEntity,
+    instanceId: string,
+    databaseName: string,
+  ): Promise<ComputeInstanceEntity> {
+    const row = isUuid(instanceId)
+      ? await manager
+          .getRepository(ComputeInstanceEntity)
+          .createQueryBuilder('i')
+          .setLock('pessimistic_write')
+          .where('i.id = :id AND i.database_id = :databaseId', { id: instanceId, databaseId: database.id })
+          .getOne()
+      : null;
+    if (!row) throw this.instanceNotFound(instanceId, databaseName);
+    return row;
+  }
+
+  private instanceNotFound(instanceId: string, databaseName: string): ApiException {
+    return new ApiException(ErrorCode.EntityNotFound, `No compute instance ${instanceId} in database ${databaseName}`);
+  }
+
+  private databaseGone(workspace: WorkspaceEntity, name: string): ApiException {
+    return new ApiException(ErrorCode.EntityNotFound, `No database named ${name} in workspace ${workspace.slug}`);
+  }
+}

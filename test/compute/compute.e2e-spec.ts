@@ -1,0 +1,597 @@
+import { ComputeLifecycle } from '../../src/compute/compute-lifecycle.service';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
+import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import { Auth, createReadyDatabase, createWorkspace, DatabaseBody, databaseRow, unique } from '../databases/support';
+import { connectionLimit, InstanceBody, instanceRow, periodsOf, TYPES, waitForInstance } from './support';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
+
+describe('dedicated compute', () => {
+  let t: TestApp;
+  let auth: Auth;
+  let slug: string;
+  let workspaceId: string;
+  beforeAll(async () => {
+    const unreachable = new URL(process.env.DATA_PLANE_URL!);
+    unreachable.password = 'not-the-password';
+    t = await createTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATABASE_DELETION_GRACE_SECONDS: '3600',
+      // EU databases never get built: they stay REQUESTED, which the not-ready case needs.
+      DATA_PLANE_URL_AWS_EU_CENTRAL_1: unreachable.toString(),
+    });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    const workspace = await createWorkspace(t, auth);
+    slug = workspace.slug;
+    workspaceId = workspace.id;
+  });
+  afterAll(() => t.close());
+
+  const computePath = (db: { name: string }, id = '') =>
+    `/workspaces/${slug}/databases/${db.name}/compute${id ? `/${id}` : ''}`;
+
+  async function createInstance(db: { name: string }, instanceSize: string, instanceName = `ci_${unique()}`) {
+    const res = await t.http.post(computePath(db)).set(auth).send({ instanceSize, instanceName }).expect(202);
+    return res.body as InstanceBody;
+  }
+
+  async function createReadyInstance(db: { name: string }, instanceSize: string): Promise<InstanceBody> {
+    const created = await createInstance(db, instanceSize);
+    return waitForInstance(t, auth, slug, db.name, created.instanceId, 'READY');
+  }
+
+  describe('compute types', () => {
+    it('lists the types on offer in display order, memory as text and the hourly cost in USD', async () => {
+      const res = await t.http.get(`/workspaces/${slug}/compute-types`).set(auth).expect(200);
+      expect(res.body).toEqual([TYPES.small, TYPES.medium, TYPES.large, TYPES.xlarge]);
+    });
+  });
+
+  describe('create', () => {
+    let db: DatabaseBody;
+    beforeAll(async () => {
+      db = await createReadyDatabase(t, auth, slug);
+    });
+
+    it('answers 202 with the PENDING instance, provisions it through the job to READY and applies its connections on the data plane', async () => {
+      expect(await connectionLimit(t, db.id)).toBe(-1);
+      const res = await t.http
+        .post(computePath(db))
+        .set(auth)
+        .send({ instanceSize: 'dc-small', instanceName: 'reporting' })
+        .expect(202);
+      expect(res.body).toEqual({
+        instanceId: expect.stringMatching(UUID),
+        workspace: expect.objectContaining({ id: workspaceId, slug }),
+        database: expect.objectContaining({ id: db.id, name: db.name, status: 'READY', region: 'AWS_US_WEST_2' }),
+        region: 'AWS_US_WEST_2',
+        instanceName: 'reporting',
+        instanceType: TYPES.small,
+        desiredInstanceType: TYPES.small,
+        status: 'PENDING',
+        created: expect.stringMatching(ISO),
+        updated: expect.stringMatching(ISO),
+      });
+      const id = res.body.instanceId as string;
+
+      const ready = await waitForInstance(t, auth, slug, db.name, id, 'READY');
+      expect(ready).toMatchObject({ instanceId: id, instanceType: TYPES.small, desiredInstanceType: TYPES.small });
+      expect(ready.deleted).toBeUndefined();
+      expect(await instanceRow(t, id)).toMatchObject({
+        database_id: db.id,
+        name: 'reporting',
+        instance_type_id: 'dc-small',
+        desired_instance_type_id: 'dc-small',
+        status: 'READY',
+        last_error: null,
+        deleted: null,
+        terminated: null,
+      });
+      expect(await connectionLimit(t, db.id)).toBe(50);
+      const periods = await periodsOf(t, id);
+      expect(periods).toEqual([
+        expect.objectContaining({
+          instance_id: id,
+          database_id: db.id,
+          workspace_id: workspaceId,
+          instance_type_id: 'dc-small',
+          compute_size: 'small',
+          vcpus: 2,
+          hourly_cost: '0.1000',
+          started_at: expect.any(Date),
+          ended_at: null,
+        }),
+      ]);
+    });
+
+    it('accepts the size by its name and a JSON body sent as */* or text/plain; instances add up their connections', async () => {
+      const other = await createReadyDatabase(t, auth, slug);
+      const asAnything = await t.http
+        .post(computePath(other))
+        .set(auth)
+        .set('Content-Type', '*/*')
+        .send(JSON.stringify({ instanceSize: 'medium', instanceName: 'any type' }))
+        .expect(202);
+      expect(asAnything.body).toMatchObject({ instanceName: 'any type', desiredInstanceType: TYPES.medium });
+      const asText = await t.http
+        .post(computePath(other))
+        .set(auth)
+        .set('Content-Type', 'text/plain')
+        .send(JSON.stringify({ instanceSize: 'DC-LARGE', instanceName: 'text' }))
+        .expect(202);
+      expect(asText.body).toMatchObject({ instanceName: 'text', desiredInstanceType: TYPES.large });
+      await waitForInstance(t, auth, slug, other.name, asAnything.body.instanceId, 'READY');
+      await waitForInstance(t, auth, slug, other.name, asText.body.instanceId, 'READY');
+      expect(await connectionLimit(t, other.id)).toBe(100 + 200);
+
+      const malformed = await t.http
+        .post(computePath(other))
+        .set(auth)
+        .set('Content-Type', 'text/plain')
+        .send('{"instanceSize": ')
+        .expect(400);
+      expect(malformed.body).toEqual({ errorCode: 'bad_request', message: 'Malformed JSON body', statusCode: 400 });
+    });
+
+    it('refuses an unknown size with 400 listing the allowed values, and bad names, and records nothing', async () => {
+      const fresh = await createReadyDatabase(t, auth, slug);
+      const unknownSize = await t.http
+        .post(computePath(fresh))
+        .set(auth)
+        .send({ instanceSize: 'dc-huge', instanceName: 'x' })
+        .expect(400);
+      expect(unknownSize.body).toEqual({
+        errorCode: 'bad_request',
+        message:
+          'instanceSize "dc-huge" is not a compute type; use one of dc-small (small), dc-medium (medium), dc-large (large), dc-xlarge (xlarge)',
+        statusCode: 400,
+      });
+      const cases: [object, RegExp][] = [
+        [{ instanceSize: 'dc-small', instanceName: '' }, /instanceName must be 1 to 512 characters long/],
+        [{ instanceSize: 'dc-small', instanceName: 'n'.repeat(513) }, /instanceName must be 1 to 512 characters long/],
+        [{ instanceSize: 'dc-small' }, /instanceName/],
+        [{ instanceName: 'x' }, /instanceSize/],
+        [{ instanceSize: '', instanceName: 'x' }, /instanceSize must not be empty/],
+        [{ instanceSize: 7, instanceName: 'x' }, /instanceSize must be a string/],
+        [{ instanceSize: 'dc-small', instanceName: 'x', extra: true }, /property extra should not exist/],
+      ];
+      for (const [body, message] of cases) {
+        const res = await t.http.post(computePath(fresh)).set(auth).send(body).expect(400);
+        expect(res.body).toEqual({
+          errorCode: 'bad_request',
+          message: expect.stringMatching(message),
+          statusCode: 400,
+        });
+      }
+      const [{ count }] = await t.dataSource.query(
+        'SELECT count(*)::int AS count FROM compute_instances WHERE database_id = $1',
+        [fresh.id],
+      );
+      expect(count).toBe(0);
+      expect(await connectionLimit(t, fresh.id)).toBe(-1);
+    });
+
+    it('accepts a 512-character name', async () => {
+      const name = 'n'.repeat(512);
+      const res = await t.http.post(computePath(db)).set(auth).send({ instanceSize: 'small', instanceName: name });
+      expect(res.status).toBe(202);
+      expect(res.body.instanceName).toBe(name);
+      await waitForInstance(t, auth, slug, db.name, res.body.instanceId, 'READY');
+    });
+
+    it('answers 404 for a database that does not exist', async () => {
+      const res = await t.http
+        .post(`/workspaces/${slug}/databases/no_such_db/compute`)
+        .set(auth)
+        .send({ instanceSize: 'dc-small', instanceName: 'x' })
+        .expect(404);
+      expect(res.body).toEqual({
+        errorCode: 'entity_not_found',
+        message: `No database named no_such_db in workspace ${slug}`,
+        statusCode: 404,
+      });
+    });
+  });
+
+  describe('read', () => {
+    it('describes one instance as a single object, the same as in the list; unknown ids are 404', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const ready = await createReadyInstance(db, 'dc-small');
+      const one = await t.http.get(computePath(db, ready.instanceId)).set(auth).expect(200);
+      expect(Array.isArray(one.body)).toBe(false);
+      expect(one.body).toEqual(ready);
+      const list = await t.http.get(computePath(db)).set(auth).expect(200);
+      expect(list.body).toEqual([ready]);
+
+      for (const id of [UNKNOWN_ID, 'not-an-id']) {
+        const res = await t.http.get(computePath(db, id)).set(auth).expect(404);
+        expect(res.body).toEqual({
+          errorCode: 'entity_not_found',
+          message: `No compute instance ${id} in database ${db.name}`,
+          statusCode: 404,
+        });
+      }
+      // An instance of another database of the workspace is not found through this one.
+      const other = await createReadyDatabase(t, auth, slug);
+      await t.http.get(computePath(other, ready.instanceId)).set(auth).expect(404);
+    });
+
+    it('lists the instances that are not deleted without a window, and every instance active in a window', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const kept = await createReadyInstance(db, 'dc-small');
+      const gone = await createReadyInstance(db, 'dc-medium');
+      await t.http.delete(computePath(db, gone.instanceId)).set(auth).expect(202);
+      await waitForInstance(t, auth, slug, db.name, gone.instanceId, 'TERMINATED');
+      const { terminated } = await instanceRow(t, gone.instanceId);
+      const ids = (res: { body: InstanceBody[] }) => res.body.map((i) => i.instanceId);
+
+      expect(ids(await t.http.get(computePath(db)).set(auth).expect(200))).toEqual([kept.instanceId]);
+
+      const before = new Date(Date.parse(kept.created) - 60000).toISOString();
+      const after = new Date(terminated!.getTime() + 1000).toISOString();
+      const both = await t.http.get(computePath(db)).query({ start: before }).set(auth).expect(200);
+      expect(ids(both)).toEqual([kept.instanceId, gone.instanceId]);
+      expect(both.body[1]).toMatchObject({ status: 'TERMINATED', deleted: expect.stringMatching(ISO) });
+      // The terminated one was not active after its termination; nothing was active before creation.
+      expect(ids(await t.http.get(computePath(db)).query({ start: after }).set(auth).expect(200))).toEqual([
+        kept.instanceId,
+      ]);
+      expect(ids(await t.http.get(computePath(db)).query({ end: before }).set(auth).expect(200))).toEqual([]);
+      expect(ids(await t.http.get(computePath(db)).query({ start: before, end: after }).set(auth).expect(200))).toEqual(
+        [kept.instanceId, gone.instanceId],
+      );
+    });
+
+    it('refuses a window that is not ISO 8601 or ends before it starts', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const cases: [Record<string, string>, string][] = [
+        [{ start: 'yesterday' }, 'start must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z'],
+        [{ end: '2025-13-45T00:00:00Z' }, 'end must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z'],
+        [{ start: '2025-02-01T00:00:00Z', end: '2025-01-01T00:00:00Z' }, 'start must not be after end'],
+      ];
+      for (const [query, message] of cases) {
+        const res = await t.http.get(computePath(db)).query(query).set(auth).expect(400);
+        expect(res.body).toEqual({ errorCode: 'bad_request', message, statusCode: 400 });
+      }
+    });
+  });
+
+  describe('update', () => {
+    it('resizes through RESIZING to READY: 202 with the database and its parent, a new usage period at the new size, the new limit on the data plane', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const ready = await createReadyInstance(db, 'dc-small');
+      const [first] = await periodsOf(t, ready.instanceId);
+
+      const res = await t.http
+        .put(computePath(db, ready.instanceId))
+        .set(auth)
+        .send({ instanceSize: 'dc-large' })
+        .expect(202);
+      expect(res.body).toEqual({
+        id: db.id,
+        name: db.name,
+        workspace: expect.objectContaining({ id: workspaceId, slug }),
+        status: 'READY',
+        region: 'AWS_US_WEST_2',
+        expandable: false,
+        sharded: false,
+        created: expect.stringMatching(ISO),
+        apiHost: db.apiHost,
+        dbHost: db.dbHost,
+        parent: { id: db.id, name: db.name },
+      });
+      expect((await instanceRow(t, ready.instanceId)).desired_instance_type_id).toBe('dc-large');
+
+      const resized = await eventually(async () => {
+        const body = await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'READY');
+        return body.instanceType.id === 'dc-large' ? body : null;
+      });
+      expect(resized).toMatchObject({ instanceType: TYPES.large, desiredInstanceType: TYPES.large });
+      expect(await connectionLimit(t, db.id)).toBe(200);
+      const periods = await periodsOf(t, ready.instanceId);
+      expect(periods).toHaveLength(2);
+      expect(periods[0]).toMatchObject({ id: first.id, instance_type_id: 'dc-small', ended_at: expect.any(Date) });
+      expect(periods[1]).toMatchObject({
+        instance_type_id: 'dc-large',
+        compute_size: 'large',
+        vcpus: 8,
+        hourly_cost: '0.4000',
+        ended_at: null,
+      });
+      expect(periods[1].started_at.getTime()).toBe(periods[0].ended_at!.getTime());
+    });
+
+    it('shows the instance RESIZING while the data plane works, at its old size with the new one desired', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const ready = await createReadyInstance(db, 'dc-small');
+      const dataPlane = t.app.get(DataPlane);
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const apply = dataPlane.setConnectionLimit.bind(dataPlane);
+      const spy = jest.spyOn(dataPlane, 'setConnectionLimit').mockImplementation(async (...args) => {
+        await gate;
+        return apply(...args);
+      });
+      try {
+        await t.http.put(computePath(db, ready.instanceId)).set(auth).send({ instanceSize: 'medium' }).expect(202);
+        const resizing = await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'RESIZING');
+        expect(resizing).toMatchObject({ instanceType: TYPES.small, desiredInstanceType: TYPES.medium });
+        expect(await connectionLimit(t, db.id)).toBe(50);
+      } finally {
+        release();
+        spy.mockRestore();
+      }
+      const done = await eventually(async () => {
+        const body = await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'READY');
+        return body.instanceType.id === 'dc-medium' ? body : null;
+      });
+      expect(done.desiredInstanceType).toEqual(TYPES.medium);
+      expect(await connectionLimit(t, db.id)).toBe(100);
+    });
+
+    it('renames at once (200) without touching the size or the usage periods', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const ready = await createReadyInstance(db, 'dc-small');
+      const periodsBefore = await periodsOf(t, ready.instanceId);
+      const res = await t.http
+        .put(computePath(db, ready.instanceId))
+        .set(auth)
+        .set('Content-Type', '*/*')
+        .send(JSON.stringify({ instanceName: 'renamed' }))
+        .expect(200);
+      expect(res.body).toMatchObject({ id: db.id, name: db.name, parent: { id: db.id, name: db.name } });
+      const after = await t.http.get(computePath(db, ready.instanceId)).set(auth).expect(200);
+      expect(after.body).toMatchObject({ instanceName: 'renamed', status: 'READY', instanceType: TYPES.small });
+      expect(await periodsOf(t, ready.instanceId)).toEqual(periodsBefore);
+      // Asking for the size it already runs at changes nothing either.
+      await t.http.put(computePath(db, ready.instanceId)).set(auth).send({ instanceSize: 'small' }).expect(200);
+      expect(await periodsOf(t, ready.instanceId)).toEqual(periodsBefore);
+    });
+
+    it('refuses an empty update, an unknown size and a bad name (400), and unknown instances (404)', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const ready = await createReadyInstance(db, 'dc-small');
+      const bad: [object, RegExp][] = [
+        [{}, /^Nothing to update: give instanceSize and\/or instanceName$/],
+        [{ instanceSize: 'tiny' }, /^instanceSize "tiny" is not a compute type; use one of dc-small \(small\)/],
+        [{ instanceName: '' }, /instanceName must be 1 to 512 characters long/],
+        [{ instanceName: 'x'.repeat(513) }, /instanceName must be 1 to 512 characters long/],
+      ];
+      for (const [body, message] of bad) {
+        const res = await t.http.put(computePath(db, ready.instanceId)).set(auth).send(body).expect(400);
+        expect(res.body).toEqual({
+          errorCode: 'bad_request',
+          message: expect.stringMatching(message),
+          statusCode: 400,
+        });
+      }
+      expect(await instanceRow(t, ready.instanceId)).toMatchObject({
+        name: ready.instanceName,
+        desired_instance_type_id: 'dc-small',
+      });
+      const missing = await t.http.put(computePath(db, UNKNOWN_ID)).set(auth).send({ instanceName: 'x' }).expect(404);
+      expect(missing.body.errorCode).toBe('entity_not_found');
+    });
+  });
+
+  describe('delete', () => {
+    it('removes the instance from the list at once (202 with the database), then terminates it: period closed, default limit restored', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const ready = await createReadyInstance(db, 'dc-medium');
+      expect(await connectionLimit(t, db.id)).toBe(100);
+
+      const res = await t.http.delete(computePath(db, ready.instanceId)).set(auth).expect(202);
+      expect(res.body).toEqual({
+        id: db.id,
+        name: db.name,
+        workspace: expect.objectContaining({ id: workspaceId, slug }),
+        status: 'READY',
+        region: 'AWS_US_WEST_2',
+        expandable: false,
+        sharded: false,
+        created: expect.stringMatching(ISO),
+        apiHost: db.apiHost,
+        dbHost: db.dbHost,
+      });
+      expect((await t.http.get(computePath(db)).set(auth).expect(200)).body).toEqual([]);
+      const row = await instanceRow(t, ready.instanceId);
+      expect(row.deleted).not.toBeNull();
+
+      const terminated = await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'TERMINATED');
+      expect(terminated.deleted).toBe(row.deleted!.toISOString());
+      const final = await instanceRow(t, ready.instanceId);
+      expect(final).toMatchObject({ status: 'TERMINATED', terminated: expect.any(Date), last_error: null });
+      const periods = await periodsOf(t, ready.instanceId);
+      expect(periods).toHaveLength(1);
+      expect(periods[0].ended_at!.getTime()).toBe(final.terminated!.getTime());
+      expect(await connectionLimit(t, db.id)).toBe(-1);
+
+      // Deleting again answers the database (200: nothing is pending); a deleted instance cannot be changed.
+      const again = await t.http.delete(computePath(db, ready.instanceId)).set(auth).expect(200);
+      expect(again.body).toEqual(res.body);
+      const change = await t.http
+        .put(computePath(db, ready.instanceId))
+        .set(auth)
+        .send({ instanceName: 'x' })
+        .expect(409);
+      expect(change.body).toEqual({
+        errorCode: 'db_status_failure',
+        message: `Compute instance ${ready.instanceId} is deleted and cannot be changed`,
+        statusCode: 409,
+      });
+      await t.http.delete(computePath(db, UNKNOWN_ID)).set(auth).expect(404);
+    });
+
+    it("takes back only the deleted instance's connections when others keep running", async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const a = await createReadyInstance(db, 'dc-small');
+      const b = await createReadyInstance(db, 'dc-xlarge');
+      expect(await connectionLimit(t, db.id)).toBe(450);
+      await t.http.delete(computePath(db, b.instanceId)).set(auth).expect(202);
+      await waitForInstance(t, auth, slug, db.name, b.instanceId, 'TERMINATED');
+      expect(await connectionLimit(t, db.id)).toBe(50);
+      expect((await instanceRow(t, a.instanceId)).status).toBe('READY');
+    });
+  });
+
+  describe('a database that is not READY', () => {
+    it('keeps the instance PENDING (never claims READY) and lets it be deleted', async () => {
+      const name = `eu_${unique()}`;
+      const created = await t.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: name, region: 'AWS_EU_CENTRAL_1' })
+        .expect(201);
+      expect(created.body.status).toBe('REQUESTED');
+      const instance = await createInstance({ name }, 'dc-small');
+      expect(instance.status).toBe('PENDING');
+
+      await expect(t.app.get(ComputeLifecycle).converge(instance.instanceId)).rejects.toThrow(
+        `waiting for database ${name} to be READY (it is REQUESTED)`,
+      );
+      expect(await instanceRow(t, instance.instanceId)).toMatchObject({
+        status: 'PENDING',
+        instance_type_id: null,
+        last_error: `waiting for database ${name} to be READY (it is REQUESTED)`,
+      });
+      expect(await periodsOf(t, instance.instanceId)).toEqual([]);
+      const shown = await t.http.get(computePath({ name }, instance.instanceId)).set(auth).expect(200);
+      expect(shown.body.status).toBe('PENDING');
+
+      await t.http.delete(computePath({ name }, instance.instanceId)).set(auth).expect(202);
+      await waitForInstance(t, auth, slug, name, instance.instanceId, 'TERMINATED');
+      expect(await periodsOf(t, instance.instanceId)).toEqual([]);
+    });
+  });
+
+  describe('lifecycle jobs', () => {
+    it('runs the lifecycle job twice harmlessly', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const ready = await createReadyInstance(db, 'dc-small');
+      const lifecycle = t.app.get(ComputeLifecycle);
+      const before = { row: await instanceRow(t, ready.instanceId), periods: await periodsOf(t, ready.instanceId) };
+      await lifecycle.converge(ready.instanceId);
+      await lifecycle.converge(ready.instanceId);
+      expect({ row: await instanceRow(t, ready.instanceId), periods: await periodsOf(t, ready.instanceId) }).toEqual(
+        before,
+      );
+      expect(await connectionLimit(t, db.id)).toBe(50);
+
+      await t.http.delete(computePath(db, ready.instanceId)).set(auth).expect(202);
+      await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'TERMINATED');
+      const terminated = { row: await instanceRow(t, ready.instanceId), periods: await periodsOf(t, ready.instanceId) };
+      await lifecycle.converge(ready.instanceId);
+      await lifecycle.converge(ready.instanceId);
+      expect({ row: await instanceRow(t, ready.instanceId), periods: await periodsOf(t, ready.instanceId) }).toEqual(
+        terminated,
+      );
+      expect(await connectionLimit(t, db.id)).toBe(-1);
+    });
+
+    it('re-enqueues lost jobs in the sweep: an instance recorded without its job is provisioned, a deletion without its job finalized', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      // A crash between commit and enqueue: the row exists, no job does.
+      const [{ id }] = await t.dataSource.query(
+        `INSERT INTO compute_instances (database_id, name, desired_instance_type_id, status)
+         VALUES ($1, 'lost', 'dc-medium', 'PENDING') RETURNING id`,
+        [db.id],
+      );
+      await reconcile(t.app);
+      const ready = await waitForInstance(t, auth, slug, db.name, id, 'READY');
+      expect(ready.instanceType).toEqual(TYPES.medium);
+      expect(await connectionLimit(t, db.id)).toBe(100);
+
+      await t.dataSource.query("UPDATE compute_instances SET deleted = now(), status = 'DELETING' WHERE id = $1", [id]);
+      await reconcile(t.app);
+      await waitForInstance(t, auth, slug, db.name, id, 'TERMINATED');
+      expect(await connectionLimit(t, db.id)).toBe(-1);
+      expect((await periodsOf(t, id)).every((p) => p.ended_at !== null)).toBe(true);
+    });
+
+    it('marks the instance FAILED with the error when the data plane refuses, and retries until it works', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const dataPlane = t.app.get(DataPlane);
+      const spy = jest
+        .spyOn(dataPlane, 'setConnectionLimit')
+        .mockRejectedValue(new Error('injected: permission denied to alter database'));
+      let instance: InstanceBody;
+      try {
+        instance = await createInstance(db, 'dc-small');
+        await waitForInstance(t, auth, slug, db.name, instance.instanceId, 'FAILED');
+        // (Read the row when it is FAILED: the job keeps retrying meanwhile.)
+        const row = await eventually(async () => {
+          const r = await instanceRow(t, instance.instanceId);
+          return r.status === 'FAILED' ? r : null;
+        });
+        expect(row).toMatchObject({
+          status: 'FAILED',
+          instance_type_id: null,
+          last_error: 'the data plane refused the connection limit: injected: permission denied to alter database',
+        });
+        expect(await periodsOf(t, instance.instanceId)).toEqual([]);
+        expect(await connectionLimit(t, db.id)).toBe(-1);
+      } finally {
+        spy.mockRestore();
+      }
+      await reconcile(t.app);
+      await waitForInstance(t, auth, slug, db.name, instance.instanceId, 'READY');
+      expect((await instanceRow(t, instance.instanceId)).last_error).toBeNull();
+      expect(await connectionLimit(t, db.id)).toBe(50);
+    });
+
+    it('retries a refused step by itself (the job backs off and runs again)', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const dataPlane = t.app.get(DataPlane);
+      const spy = jest
+        .spyOn(dataPlane, 'setConnectionLimit')
+        .mockRejectedValueOnce(new Error('injected: connection reset'));
+      try {
+        const instance = await createInstance(db, 'dc-large');
+        await waitForInstance(t, auth, slug, db.name, instance.instanceId, 'READY');
+        expect(spy.mock.calls.length).toBeGreaterThanOrEqual(2);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(await connectionLimit(t, db.id)).toBe(200);
+    });
+  });
+
+  describe('a database queued for deletion', () => {
+    it('keeps its instances running (and accruing) and operable until finalization, which terminates them and closes their periods', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const first = await createReadyInstance(db, 'dc-small');
+      await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+      expect((await databaseRow(t, db.id)).deleted).not.toBeNull();
+
+      // Operations keep working on the queued database, by its name.
+      const listed = await t.http.get(computePath(db)).set(auth).expect(200);
+      expect(listed.body.map((i: InstanceBody) => [i.instanceId, i.status])).toEqual([[first.instanceId, 'READY']]);
+      expect(listed.body[0].database.deleted).toEqual(expect.stringMatching(ISO));
+      const second = await createReadyInstance(db, 'dc-medium');
+      expect(await connectionLimit(t, db.id)).toBe(150);
+      expect((await periodsOf(t, first.instanceId))[0].ended_at).toBeNull();
+
+      await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+        db.id,
+      ]);
+      await expect(t.app.get(DatabaseLifecycle).finalize(db.id)).resolves.toBe(true);
+      const finalized = (await databaseRow(t, db.id)).finalized!;
+      for (const instance of [first, second]) {
+        const row = await instanceRow(t, instance.instanceId);
+        expect(row).toMatchObject({ status: 'TERMINATED', terminated: expect.any(Date), deleted: expect.any(Date) });
+        expect(row.terminated!.getTime()).toBeLessThanOrEqual(finalized.getTime());
+        const periods = await periodsOf(t, instance.instanceId);
+        expect(periods).toHaveLength(1);
+        expect(periods[0].ended_at!.getTime()).toBe(row.terminated!.getTime());
+      }
+      // A late job for a terminated instance changes nothing; the database is gone from the API.
+      const before = await instanceRow(t, first.instanceId);
+      await t.app.get(ComputeLifecycle).converge(first.instanceId);
+      expect(await instanceRow(t, first.instanceId)).toEqual(before);
+      await t.http.get(computePath(db)).set(auth).expect(404);
+    });
+  });
+});
