@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuthModule } from './auth/auth.module';
+import { BillingModule } from './billing/billing.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { createValidationPipe } from './common/http/validation';
 import { CommonModule } from './common/common.module';
@@ -16,7 +17,9 @@ import { DevelopersModule } from './developers/developers.module';
 import { HealthModule } from './health/health.module';
 import { InvitesModule } from './invites/invites.module';
 import { LoggingModule } from './logging/logging.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { QueuesModule } from './queues/queues.module';
+import { SubscriptionsModule } from './subscriptions/subscriptions.module';
 import { WorkspacesModule } from './workspaces/workspaces.module';
 
 /** Wires the feature modules. Used by both entry points: the HTTP API (main.ts) and the worker (worker.ts). */
@@ -39,6 +42,9 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     CredentialsModule,
     ComputeModule,
     InvitesModule,
+    SubscriptionsModule,
+    BillingModule,
+    MetricsModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

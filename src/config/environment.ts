@@ -3,6 +3,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
+  IsNumber,
   IsOptional,
   IsString,
   IsUrl,
@@ -14,6 +15,7 @@ import {
 } from 'class-validator';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+const toNumber = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const toBool = ({ value }: { value: unknown }) => {
   if (value === undefined || value === '') return undefined;
   return typeof value === 'boolean'
@@ -206,6 +208,19 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(1)
   RATE_LIMIT_AUTH_PER_MINUTE = 20;
+
+  /** Monthly price of the PRO subscription level in US dollars, prorated by the part of a month it is held. */
+  @Transform(toNumber)
+  @IsNumber({ maxDecimalPlaces: 6, allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(100000)
+  PRO_MONTHLY_PRICE_USD = 25;
+
+  /** How often the periodic billing sweep re-rates the current and previous month of every workspace. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  BILLING_RATING_INTERVAL_SECONDS = 300;
 
   @Transform(toInt)
   @IsInt()

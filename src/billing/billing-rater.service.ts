@@ -1,0 +1,114 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import { ComputeUsagePeriods } from '../metrics/compute-usage-periods.service';
+import { JobDispatcher } from '../queues/job-dispatcher';
+import { Queues } from '../queues/queue-names';
+import { Reconciler } from '../queues/reconciler';
+import { SubscriptionLevel } from '../subscriptions/subscription-level';
+import { SubscriptionsService } from '../subscriptions/subscriptions.service';
+import { BillingJobs, rateMonthJobId } from './billing-jobs';
+import { BillingMonth, billingMonthOf, previousBillingMonth } from './billing-month';
+import { ALL_BILLING_COMPONENTS, RatedLine, rateMonth } from './rating';
+
+/**
+ * Keeps `billing_rated_lines` equal to the rating of the sources (compute usage periods,
+ * subscription rows): idempotent, each run upserts the month's lines in place and deletes lines
+ * whose source no longer falls in the month. Runs when totals are read and, for the current and
+ * previous month of every workspace with activity, from a periodic sweep through the `billing` queue.
+ */
+@Injectable()
+export class BillingRater implements OnModuleInit {
+  private readonly logger = new Logger(BillingRater.name);
+  private lastSweep?: number;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly config: AppConfig,
+    private readonly usage: ComputeUsagePeriods,
+    private readonly subscriptions: SubscriptionsService,
+    private readonly jobs: JobDispatcher,
+    private readonly reconciler: Reconciler,
+  ) {}
+
+  onModuleInit(): void {
+    this.reconciler.register('billing-rating', () => this.sweep());
+  }
+
+  /** The monthly price in US dollars of a subscription level. */
+  monthlyPrice(level: string): number {
+    return level === (SubscriptionLevel.Pro as string) ? this.config.env.PRO_MONTHLY_PRICE_USD : 0;
+  }
+
+  /** Rates one workspace's month, accruing usage up to `now`; answers the lines written. */
+  async rate(workspaceId: string, month: BillingMonth, now = new Date()): Promise<RatedLine[]> {
+    const [periods, subscriptions] = await Promise.all([
+      this.usage.overlapping(workspaceId, month.start, month.end),
+      this.subscriptions.overlapping(workspaceId, month.start, month.end),
+    ]);
+    const lines = rateMonth({ month, now, periods, subscriptions, monthlyPrice: (level) => this.monthlyPrice(level) });
+    const column = <K extends keyof RatedLine>(key: K) => lines.map((line) => line[key]);
+    await this.dataSource.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`billing:${workspaceId}:${month.ym}`]);
+      await tx.query(
+        `DELETE FROM billing_rated_lines
+          WHERE workspace_id = $1 AND ym = $2 AND component = ANY($3::text[])
+            AND (component, source_id) NOT IN (SELECT c, s FROM unnest($4::text[], $5::text[]) AS l(c, s))`,
+        [workspaceId, month.ym, ALL_BILLING_COMPONENTS, column('component'), column('sourceId')],
+      );
+      if (!lines.length) return;
+      await tx.query(
+        `INSERT INTO billing_rated_lines (workspace_id, ym, component, source_id, quantity, unit, unit_price, amount)
+         SELECT $1, $2, l.c, l.s, l.q::numeric, l.u, l.p::numeric, l.a::numeric
+           FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS l(c, s, q, u, p, a)
+         ON CONFLICT (workspace_id, ym, component, source_id) DO UPDATE
+            SET quantity = EXCLUDED.quantity, unit = EXCLUDED.unit, unit_price = EXCLUDED.unit_price,
+                amount = EXCLUDED.amount, rated_at = now()
+          WHERE (billing_rated_lines.quantity, billing_rated_lines.unit, billing_rated_lines.unit_price, billing_rated_lines.amount)
+                IS DISTINCT FROM (EXCLUDED.quantity, EXCLUDED.unit, EXCLUDED.unit_price, EXCLUDED.amount)`,
+        [
+          workspaceId,
+          month.ym,
+          column('component'),
+          column('sourceId'),
+          column('quantity'),
+          column('unit'),
+          column('unitPrice'),
+          column('amount'),
+        ],
+      );
+    });
+    return lines;
+  }
+
+  /**
+   * Enqueues the re-rating of the current and previous month of every workspace with usage or a
+   * subscription in them, at most once per BILLING_RATING_INTERVAL_SECONDS.
+   */
+  async sweep(now = new Date()): Promise<number> {
+    const intervalMs = this.config.env.BILLING_RATING_INTERVAL_SECONDS * 1000;
+    if (this.lastSweep !== undefined && now.getTime() - this.lastSweep < intervalMs) return 0;
+    this.lastSweep = now.getTime();
+    const current = billingMonthOf(now);
+    const previous = previousBillingMonth(current);
+    const workspaceIds = new Set([
+      ...(await this.usage.workspacesWithUsage(previous.start, current.end)),
+      ...(await this.subscriptions.workspacesWithSubscriptions(previous.start, current.end)),
+    ]);
+    let enqueued = 0;
+    for (const workspaceId of workspaceIds) {
+      for (const month of [previous, current]) {
+        const data = { workspaceId, ym: month.ym };
+        if (
+          await this.jobs.dispatch(Queues.Billing, BillingJobs.RateMonth, data, {
+            jobId: rateMonthJobId(workspaceId, month.ym),
+          })
+        )
+          enqueued++;
+      }
+    }
+    if (enqueued) this.logger.log({ workspaces: workspaceIds.size, jobs: enqueued }, 'billing re-rating enqueued');
+    return enqueued;
+  }
+}

@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import { billingMonthOf, parseBillingMonth, YM_FORMAT_MESSAGE } from './billing-month';
+import { BillingRater } from './billing-rater.service';
+import type { WorkspaceMonthlyTotalsDto } from './monthly-totals.response';
+import { ALL_BILLING_COMPONENTS } from './rating';
+
+@Injectable()
+export class BillingService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly rater: BillingRater,
+  ) {}
+
+  /**
+   * The month's totals per component from its rated lines, rated first so they are fresh. The
+   * current month is accrued to date; a month later than the current one is refused.
+   */
+  async totals(workspace: WorkspaceEntity, ym: string): Promise<WorkspaceMonthlyTotalsDto> {
+    const month = parseBillingMonth(ym);
+    if (!month) throw new ApiException(ErrorCode.BadRequest, YM_FORMAT_MESSAGE);
+    const now = new Date();
+    const current = billingMonthOf(now);
+    if (month.start.getTime() > current.start.getTime()) {
+      throw new ApiException(ErrorCode.BadRequest, `ym must not be later than the current month (${current.ym})`);
+    }
+    await this.rater.rate(workspace.id, month, now);
+    const rows = await this.dataSource.query<{ component: string; total: string }[]>(
+      `SELECT component, ROUND(SUM(amount), 2)::text AS total
+         FROM billing_rated_lines WHERE workspace_id = $1 AND ym = $2
+        GROUP BY component ORDER BY component`,
+      [workspace.id, month.ym],
+    );
+    const totals: Record<string, number> = Object.fromEntries(ALL_BILLING_COMPONENTS.map((c) => [c, 0]));
+    for (const row of rows) totals[row.component] = Number(row.total);
+    return { ym: month.ym, totals };
+  }
+}

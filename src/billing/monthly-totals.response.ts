@@ -1,0 +1,18 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+/** `WorkspaceMonthlyTotalsDto` of the published API. */
+export class WorkspaceMonthlyTotalsDto {
+  /** The month, `YYYY-MM` (UTC). */
+  @ApiProperty({ example: '2025-03' })
+  ym!: string;
+  /**
+   * US dollars per billing component, rounded to cents: `compute` (dedicated compute instances) and
+   * `subscription` (the level's monthly price, prorated); both always present (0 when nothing).
+   */
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'number' },
+    example: { compute: 1.0, subscription: 12.5 },
+  })
+  totals!: Record<string, number>;
+}

@@ -1,0 +1,135 @@
+import { parseBillingMonth } from './billing-month';
+import { formatMicros, rateMonth, RatingInput, toMicros } from './rating';
+
+const april = parseBillingMonth('2025-04')!;
+const afterApril = new Date('2025-06-01T00:00:00Z');
+const price = (level: string) => (level === 'PRO' ? 25 : 0);
+
+function rate(partial: Partial<RatingInput>) {
+  return rateMonth({ month: april, now: afterApril, periods: [], subscriptions: [], monthlyPrice: price, ...partial });
+}
+
+describe('rating', () => {
+  it('prices compute by instance-hours in the month times the hourly cost', () => {
+    const lines = rate({
+      periods: [
+        {
+          id: 'p1',
+          hourlyCost: 0.1,
+          startedAt: new Date('2025-04-10T00:00:00Z'),
+          endedAt: new Date('2025-04-10T10:00:00Z'),
+        },
+      ],
+    });
+    expect(lines).toEqual([
+      {
+        component: 'compute',
+        sourceId: 'p1',
+        quantity: '10.000000',
+        unit: 'instance-hour',
+        unitPrice: '0.100000',
+        amount: '1.000000',
+      },
+    ]);
+  });
+
+  it('counts only the part of a period inside the month', () => {
+    const period = {
+      id: 'p',
+      hourlyCost: 0.2,
+      startedAt: new Date('2025-03-31T20:00:00Z'),
+      endedAt: new Date('2025-04-01T06:00:00Z'),
+    };
+    expect(rate({ periods: [period] })[0]).toMatchObject({ quantity: '6.000000', amount: '1.200000' });
+    expect(rate({ periods: [period], month: parseBillingMonth('2025-03')! })[0]).toMatchObject({
+      quantity: '4.000000',
+      amount: '0.800000',
+    });
+  });
+
+  it('accrues a running period up to now, and skips what lies outside the month', () => {
+    const now = new Date('2025-04-02T01:30:00Z');
+    const lines = rate({
+      now,
+      periods: [
+        { id: 'running', hourlyCost: 0.4, startedAt: new Date('2025-04-01T00:00:00Z'), endedAt: null },
+        {
+          id: 'march',
+          hourlyCost: 0.4,
+          startedAt: new Date('2025-03-01T00:00:00Z'),
+          endedAt: new Date('2025-04-01T00:00:00Z'),
+        },
+      ],
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({ sourceId: 'running', quantity: '25.500000', amount: '10.200000' }),
+    ]);
+  });
+
+  it('prorates the monthly price by the part of the month the level was held; FREE costs 0', () => {
+    const lines = rate({
+      subscriptions: [
+        {
+          id: 'free',
+          level: 'FREE',
+          validFrom: new Date('2025-01-01T00:00:00Z'),
+          validTo: new Date('2025-04-16T00:00:00Z'),
+        },
+        { id: 'pro', level: 'PRO', validFrom: new Date('2025-04-16T00:00:00Z'), validTo: null },
+      ],
+    });
+    expect(lines).toEqual([
+      {
+        component: 'subscription',
+        sourceId: 'free',
+        quantity: '0.500000',
+        unit: 'month',
+        unitPrice: '0.000000',
+        amount: '0.000000',
+      },
+      {
+        component: 'subscription',
+        sourceId: 'pro',
+        quantity: '0.500000',
+        unit: 'month',
+        unitPrice: '25.000000',
+        amount: '12.500000',
+      },
+    ]);
+  });
+
+  it('is exact to the millionth, rounding half up', () => {
+    // One second at 0.0001 USD/h is 0.0000000277… USD: rounds to 0.
+    // 1/3 of a 30-day month at 25 USD is 8.333333…; 2/3 is 16.666666… -> 16.666667.
+    const lines = rate({
+      periods: [
+        {
+          id: 'tiny',
+          hourlyCost: 0.0001,
+          startedAt: new Date('2025-04-01T00:00:00Z'),
+          endedAt: new Date('2025-04-01T00:00:01Z'),
+        },
+      ],
+      subscriptions: [
+        {
+          id: 'a',
+          level: 'PRO',
+          validFrom: new Date('2025-04-01T00:00:00Z'),
+          validTo: new Date('2025-04-11T00:00:00Z'),
+        },
+        { id: 'b', level: 'PRO', validFrom: new Date('2025-04-11T00:00:00Z'), validTo: null },
+      ],
+    });
+    expect(lines.map((l) => [l.sourceId, l.amount])).toEqual([
+      ['tiny', '0.000000'],
+      ['a', '8.333333'],
+      ['b', '16.666667'],
+    ]);
+  });
+
+  it('formats millionths exactly', () => {
+    expect(formatMicros(toMicros(0.1))).toBe('0.100000');
+    expect(formatMicros(toMicros(1234.5678))).toBe('1234.567800');
+    expect(formatMicros(-1n)).toBe('-0.000001');
+  });
+});

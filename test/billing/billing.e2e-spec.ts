@@ -1,0 +1,241 @@
+import { Auth, createWorkspace } from '../databases/support';
+import { insertPeriod } from '../metrics/usage-periods';
+import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+
+interface LineRow {
+  id: string;
+  component: string;
+  source_id: string;
+  quantity: string;
+  unit: string;
+  unit_price: string;
+  amount: string;
+}
+
+const YM_ERROR = {
+  errorCode: 'bad_request',
+  message: 'ym must be a year and month in the form YYYY-MM (e.g. 2025-03), from 1970-01',
+  statusCode: 400,
+};
+
+function ymOf(date: Date): string {
+  return `${date.getUTCFullYear()}-${String(date.getUTCMonth() + 1).padStart(2, '0')}`;
+}
+
+describe('billing totals', () => {
+  let t: TestApp;
+  let auth: Auth;
+  beforeAll(async () => {
+    t = await createTestApp();
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  const totalsPath = (slug: string, ym: string) => `/workspaces/${slug}/billing/${ym}/totals`;
+
+  async function totals(slug: string, ym: string): Promise<{ ym: string; totals: Record<string, number> }> {
+    return (await t.http.get(totalsPath(slug, ym)).set(auth).expect(200)).body;
+  }
+
+  function lines(workspaceId: string, ym: string): Promise<LineRow[]> {
+    return t.dataSource.query(
+      `SELECT id, component, source_id, quantity::text, unit, unit_price::text, amount::text
+         FROM billing_rated_lines WHERE workspace_id = $1 AND ym = $2 ORDER BY component, source_id`,
+      [workspaceId, ym],
+    );
+  }
+
+  async function insertSubscription(workspaceId: string, level: string, from: string, to: string | null) {
+    const [row] = await t.dataSource.query<{ id: string }[]>(
+      'INSERT INTO subscriptions (workspace_id, level, valid_from, valid_to) VALUES ($1, $2, $3, $4) RETURNING id',
+      [workspaceId, level, from, to],
+    );
+    return row.id;
+  }
+
+  it('prices a 2 vCPU period of exactly 10 hours at 0.10 USD/h at 1.00, from one rated line', async () => {
+    const ws = await createWorkspace(t, auth);
+    const period = await insertPeriod(t, {
+      workspaceId: ws.id,
+      type: 'dc-small',
+      startedAt: '2025-04-10T08:00:00Z',
+      endedAt: '2025-04-10T18:00:00Z',
+    });
+    expect(await totals(ws.slug, '2025-04')).toEqual({ ym: '2025-04', totals: { compute: 1, subscription: 0 } });
+    expect(await lines(ws.id, '2025-04')).toEqual([
+      {
+        id: expect.any(String),
+        component: 'compute',
+        source_id: period.id,
+        quantity: '10.000000',
+        unit: 'instance-hour',
+        unit_price: '0.100000',
+        amount: '1.000000',
+      },
+    ]);
+  });
+
+  it('splits a period spanning a month boundary between the two months', async () => {
+    const ws = await createWorkspace(t, auth);
+    const period = await insertPeriod(t, {
+      workspaceId: ws.id,
+      type: 'dc-medium', // 0.20 USD/h
+      startedAt: '2025-05-31T20:00:00Z',
+      endedAt: '2025-06-01T06:00:00Z',
+    });
+    expect(await totals(ws.slug, '2025-05')).toEqual({ ym: '2025-05', totals: { compute: 0.8, subscription: 0 } });
+    expect(await totals(ws.slug, '2025-06')).toEqual({ ym: '2025-06', totals: { compute: 1.2, subscription: 0 } });
+    expect((await lines(ws.id, '2025-05')).map((l) => [l.source_id, l.quantity, l.amount])).toEqual([
+      [period.id, '4.000000', '0.800000'],
+    ]);
+    expect((await lines(ws.id, '2025-06')).map((l) => [l.source_id, l.quantity, l.amount])).toEqual([
+      [period.id, '6.000000', '1.200000'],
+    ]);
+    expect(await totals(ws.slug, '2025-07')).toEqual({ ym: '2025-07', totals: { compute: 0, subscription: 0 } });
+  });
+
+  it('prorates PRO (25 USD a month) by the part of the month it was held; FREE costs nothing', async () => {
+    const ws = await createWorkspace(t, auth);
+    const free = await insertSubscription(ws.id, 'FREE', '2025-01-01T00:00:00Z', '2025-06-16T00:00:00Z');
+    const pro = await insertSubscription(ws.id, 'PRO', '2025-06-16T00:00:00Z', '2025-07-01T00:00:00Z');
+    await insertSubscription(ws.id, 'FREE', '2025-07-01T00:00:00Z', null);
+    expect(await totals(ws.slug, '2025-06')).toEqual({ ym: '2025-06', totals: { compute: 0, subscription: 12.5 } });
+    const june = await lines(ws.id, '2025-06');
+    expect(june).toHaveLength(2);
+    expect(june).toEqual(
+      expect.arrayContaining([
+        {
+          id: expect.any(String),
+          component: 'subscription',
+          source_id: free,
+          quantity: '0.500000',
+          unit: 'month',
+          unit_price: '0.000000',
+          amount: '0.000000',
+        },
+        {
+          id: expect.any(String),
+          component: 'subscription',
+          source_id: pro,
+          quantity: '0.500000',
+          unit: 'month',
+          unit_price: '25.000000',
+          amount: '12.500000',
+        },
+      ]),
+    );
+  });
+
+  it('sums exact lines and rounds the total to cents', async () => {
+    const ws = await createWorkspace(t, auth);
+    // Three periods of 20 minutes at 0.10 USD/h: 0.033333 each (rounded lines), 0.10 in total.
+    for (const [from, to] of [
+      ['2025-03-01T00:00:00Z', '2025-03-01T00:20:00Z'],
+      ['2025-03-02T00:00:00Z', '2025-03-02T00:20:00Z'],
+      ['2025-03-03T00:00:00Z', '2025-03-03T00:20:00Z'],
+    ])
+      await insertPeriod(t, { workspaceId: ws.id, startedAt: from, endedAt: to });
+    expect((await totals(ws.slug, '2025-03')).totals.compute).toBe(0.1);
+    expect((await lines(ws.id, '2025-03')).map((l) => l.amount)).toEqual(['0.033333', '0.033333', '0.033333']);
+  });
+
+  it('re-rates idempotently: reading twice updates the same lines instead of adding any', async () => {
+    const ws = await createWorkspace(t, auth);
+    await insertPeriod(t, { workspaceId: ws.id, startedAt: '2025-04-01T00:00:00Z', endedAt: '2025-04-01T05:00:00Z' });
+    await insertSubscription(ws.id, 'PRO', '2025-04-01T00:00:00Z', null);
+    const first = await totals(ws.slug, '2025-04');
+    const before = await lines(ws.id, '2025-04');
+    const second = await totals(ws.slug, '2025-04');
+    expect(second).toEqual(first);
+    expect(first.totals).toEqual({ compute: 0.5, subscription: 25 });
+    expect(await lines(ws.id, '2025-04')).toEqual(before);
+    expect(before).toHaveLength(2);
+  });
+
+  it('accrues the current month up to now, and follows a running period as it ends', async () => {
+    const ws = await createWorkspace(t, auth);
+    const ym = ymOf(new Date());
+    const monthStart = new Date(`${ym}-01T00:00:00Z`).getTime();
+    // Started 10 hours ago (or at the start of the month, if that is sooner), still running.
+    const startedAt = new Date(Math.max(Date.now() - 10 * 3_600_000, monthStart));
+    const period = await insertPeriod(t, { workspaceId: ws.id, type: 'dc-large', startedAt, endedAt: null });
+    const hoursSoFar = (Date.now() - startedAt.getTime()) / 3_600_000;
+    const running = await totals(ws.slug, ym);
+    expect(running.totals.compute).toBeGreaterThanOrEqual(Math.floor(hoursSoFar * 0.4 * 100) / 100);
+    const [line] = await lines(ws.id, ym);
+    expect(line).toMatchObject({ source_id: period.id, unit_price: '0.400000' });
+
+    // It ran for 6 minutes in the end (0.1 h at 0.40 USD/h).
+    const endedAt = new Date(startedAt.getTime() + 360_000);
+    await t.dataSource.query('UPDATE compute_usage_periods SET ended_at = $1 WHERE id = $2', [endedAt, period.id]);
+    expect((await totals(ws.slug, ym)).totals.compute).toBe(0.04);
+    expect(await lines(ws.id, ym)).toEqual([{ ...line, quantity: '0.100000', amount: '0.040000' }]);
+  });
+
+  it('counts only the workspace own usage', async () => {
+    const mine = await createWorkspace(t, auth);
+    const theirs = await createWorkspace(t, (await createDeveloperWithToken(t.app)).auth);
+    await insertPeriod(t, {
+      workspaceId: theirs.id,
+      startedAt: '2025-02-01T00:00:00Z',
+      endedAt: '2025-02-02T00:00:00Z',
+    });
+    expect(await totals(mine.slug, '2025-02')).toEqual({ ym: '2025-02', totals: { compute: 0, subscription: 0 } });
+    expect(await lines(mine.id, '2025-02')).toEqual([]);
+  });
+
+  it('ignores a request body', async () => {
+    const ws = await createWorkspace(t, auth);
+    const res = await t.http
+      .get(totalsPath(ws.slug, '2025-01'))
+      .set(auth)
+      .send({ id: 'x', email: 'someone@example.test', kind: 'HUMAN' })
+      .expect(200);
+    expect(res.body).toEqual({ ym: '2025-01', totals: { compute: 0, subscription: 0 } });
+  });
+
+  it('refuses a ym that is not YYYY-MM, and a month later than the current one', async () => {
+    const ws = await createWorkspace(t, auth);
+    for (const ym of ['2025-4', '2025-13', '202504', 'April', '2025-04-01', '1969-12']) {
+      const res = await t.http.get(totalsPath(ws.slug, ym)).set(auth).expect(400);
+      expect(res.body).toEqual(YM_ERROR);
+    }
+    const now = new Date();
+    const next = ymOf(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)));
+    const future = await t.http.get(totalsPath(ws.slug, next)).set(auth).expect(400);
+    expect(future.body).toEqual({
+      errorCode: 'bad_request',
+      message: `ym must not be later than the current month (${ymOf(now)})`,
+      statusCode: 400,
+    });
+    expect(await t.dataSource.query('SELECT 1 FROM billing_rated_lines WHERE workspace_id = $1', [ws.id])).toEqual([]);
+  });
+
+  it('re-rates the current and previous month of active workspaces from the periodic billing job', async () => {
+    const ws = await createWorkspace(t, auth);
+    const now = new Date();
+    const previous = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 15));
+    const old = await insertPeriod(t, {
+      workspaceId: ws.id,
+      startedAt: previous,
+      endedAt: new Date(previous.getTime() + 2 * 3_600_000),
+    });
+    const running = await insertPeriod(t, {
+      workspaceId: ws.id,
+      startedAt: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
+      endedAt: null,
+    });
+    await reconcile(t.app);
+    const rated = await eventually(async () => {
+      const rows = await t.dataSource.query<{ ym: string; source_id: string; amount: string }[]>(
+        'SELECT ym, source_id, amount::text FROM billing_rated_lines WHERE workspace_id = $1 ORDER BY ym',
+        [ws.id],
+      );
+      return rows.length === 2 ? rows : null;
+    });
+    expect(rated).toEqual([
+      { ym: ymOf(previous), source_id: old.id, amount: '0.200000' },
+      { ym: ymOf(now), source_id: running.id, amount: expect.any(String) },
+    ]);
+  });
+});

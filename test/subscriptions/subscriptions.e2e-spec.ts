@@ -1,0 +1,385 @@
+import { randomUUID } from 'node:crypto';
+import { Auth, createWorkspace } from '../databases/support';
+import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
+
+interface SubscriptionBody {
+  workspace: string;
+  level: string;
+  validFrom: string;
+  validTo?: string;
+  subscriptionId: string;
+}
+
+interface SubscriptionRow {
+  id: string;
+  level: string;
+  valid_from: Date;
+  valid_to: Date | null;
+  changed_by: string | null;
+}
+
+const LEVEL_ERROR = { errorCode: 'bad_request', message: 'level must be one of: FREE, PRO', statusCode: 400 };
+const inHours = (hours: number) => new Date(Date.now() + hours * 3_600_000).toISOString();
+
+describe('workspace subscription', () => {
+  let t: TestApp;
+  let auth: Auth;
+  let developerId: string;
+  beforeAll(async () => {
+    t = await createTestApp();
+    const dev = await createDeveloperWithToken(t.app);
+    auth = dev.auth;
+    developerId = dev.developer.id;
+  });
+  afterAll(() => t.close());
+
+  const path = (slug: string) => `/workspaces/${slug}/subscription`;
+
+  async function rows(workspaceId: string): Promise<SubscriptionRow[]> {
+    return t.dataSource.query(
+      'SELECT id, level, valid_from, valid_to, changed_by FROM subscriptions WHERE workspace_id = $1 ORDER BY valid_from, created',
+      [workspaceId],
+    );
+  }
+
+  async function current(slug: string): Promise<SubscriptionBody> {
+    return (await t.http.get(path(slug)).set(auth).expect(200)).body as SubscriptionBody;
+  }
+
+  describe('a new workspace', () => {
+    it('holds FREE from its creation: GET answers the row, written once', async () => {
+      const ws = await createWorkspace(t, auth);
+      const [first, second] = await Promise.all([current(ws.slug), current(ws.slug)]);
+      expect(first).toEqual({
+        workspace: ws.slug,
+        level: 'FREE',
+        validFrom: new Date((ws as unknown as { created: string }).created).toISOString(),
+        subscriptionId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      });
+      expect(second).toEqual(first);
+      expect(await rows(ws.id)).toEqual([
+        {
+          id: first.subscriptionId,
+          level: 'FREE',
+          valid_from: new Date(first.validFrom),
+          valid_to: null,
+          changed_by: null,
+        },
+      ]);
+    });
+
+    it('refuses to start a second subscription (POST answers 409 duplicate_entity)', async () => {
+      const ws = await createWorkspace(t, auth);
+      const res = await t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(409);
+      expect(res.body).toEqual({
+        errorCode: 'duplicate_entity',
+        message: expect.stringMatching(
+          /already has a current subscription \(FREE since .*\); change its level with PUT/,
+        ),
+        statusCode: 409,
+      });
+      expect((await rows(ws.id)).map((r) => r.level)).toEqual(['FREE']);
+    });
+  });
+
+  describe('changing the level', () => {
+    it('effective now: closes the current row and opens one at the new level', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const before = Date.now();
+      const res = await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(200);
+      const pro = res.body as SubscriptionBody;
+      expect(pro).toEqual({
+        workspace: ws.slug,
+        level: 'PRO',
+        validFrom: expect.any(String),
+        subscriptionId: expect.any(String),
+      });
+      expect(pro.subscriptionId).not.toBe(free.subscriptionId);
+      expect(new Date(pro.validFrom).getTime()).toBeGreaterThanOrEqual(before);
+      expect(await current(ws.slug)).toEqual(pro);
+      expect(await rows(ws.id)).toEqual([
+        expect.objectContaining({ id: free.subscriptionId, level: 'FREE', valid_to: new Date(pro.validFrom) }),
+        expect.objectContaining({ id: pro.subscriptionId, level: 'PRO', valid_to: null, changed_by: developerId }),
+      ]);
+    });
+
+    it('accepts levels in any case', async () => {
+      const ws = await createWorkspace(t, auth);
+      const res = await t.http.put(path(ws.slug)).set(auth).send({ level: ' pro ' }).expect(200);
+      expect(res.body.level).toBe('PRO');
+    });
+
+    it('at a future validFrom: the current row ends then and the next one is pending until then', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const at = inHours(1);
+      const res = await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO', validFrom: at }).expect(200);
+      expect(res.body).toEqual({ workspace: ws.slug, level: 'PRO', validFrom: at, subscriptionId: expect.any(String) });
+      expect(await current(ws.slug)).toEqual({ ...free, validTo: at });
+
+      const history = await t.http
+        .get(`${path(ws.slug)}/history`)
+        .set(auth)
+        .expect(200);
+      expect(history.body).toEqual([res.body, { ...free, validTo: at }]);
+    });
+
+    it('again before a scheduled change takes effect: the new change replaces it', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const first = (
+        await t.http
+          .put(path(ws.slug))
+          .set(auth)
+          .send({ level: 'PRO', validFrom: inHours(1) })
+          .expect(200)
+      ).body as SubscriptionBody;
+      const later = inHours(2);
+      const second = (await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO', validFrom: later }).expect(200))
+        .body as SubscriptionBody;
+      expect(second.subscriptionId).not.toBe(first.subscriptionId);
+      const stored = await rows(ws.id);
+      expect(stored.map((r) => [r.id, r.level, r.valid_to])).toEqual([
+        [free.subscriptionId, 'FREE', new Date(later)],
+        [second.subscriptionId, 'PRO', null],
+      ]);
+    });
+
+    it('to the current level cancels a scheduled change', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      await t.http
+        .put(path(ws.slug))
+        .set(auth)
+        .send({ level: 'PRO', validFrom: inHours(1) })
+        .expect(200);
+      const res = await t.http.put(path(ws.slug)).set(auth).send({ level: 'FREE' }).expect(200);
+      expect(res.body).toEqual(free);
+      expect((await rows(ws.id)).map((r) => [r.id, r.valid_to])).toEqual([[free.subscriptionId, null]]);
+    });
+
+    it('a scheduled change takes effect when its time passes', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const pending = (
+        await t.http
+          .put(path(ws.slug))
+          .set(auth)
+          .send({ level: 'PRO', validFrom: inHours(1) })
+          .expect(200)
+      ).body as SubscriptionBody;
+      // Two hours pass.
+      await t.dataSource.query(
+        `UPDATE subscriptions SET valid_from = valid_from - interval '2 hours', valid_to = valid_to - interval '2 hours'
+          WHERE workspace_id = $1`,
+        [ws.id],
+      );
+      const now = await current(ws.slug);
+      expect(now).toMatchObject({ level: 'PRO', subscriptionId: pending.subscriptionId });
+      expect(now.validTo).toBeUndefined();
+      expect((await rows(ws.id)).map((r) => [r.id, r.level])).toEqual([
+        [free.subscriptionId, 'FREE'],
+        [pending.subscriptionId, 'PRO'],
+      ]);
+    });
+
+    it('a change scheduled a moment ahead becomes current on its own', async () => {
+      const ws = await createWorkspace(t, auth);
+      const at = new Date(Date.now() + 1500).toISOString();
+      const pending = (await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO', validFrom: at }).expect(200))
+        .body as SubscriptionBody;
+      const now = await eventually(async () => {
+        const body = await current(ws.slug);
+        return body.level === 'PRO' ? body : null;
+      });
+      expect(now).toEqual(pending);
+    });
+  });
+
+  describe('closing and starting', () => {
+    it('closing the current row now leaves no active subscription; POST starts a new one', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const closed = await t.http
+        .delete(`${path(ws.slug)}/${free.subscriptionId}`)
+        .set(auth)
+        .expect(200);
+      expect(closed.body).toEqual({ ...free, validTo: expect.any(String) });
+
+      const missing = await t.http.get(path(ws.slug)).set(auth).expect(404);
+      expect(missing.body).toEqual({
+        errorCode: 'entity_not_found',
+        message: 'No active subscription',
+        statusCode: 404,
+      });
+      const noChange = await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(404);
+      expect(noChange.body).toEqual({
+        errorCode: 'entity_not_found',
+        message: 'No active subscription; start one with POST',
+        statusCode: 404,
+      });
+
+      const started = await t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(201);
+      expect(started.body).toEqual({
+        workspace: ws.slug,
+        level: 'PRO',
+        validFrom: expect.any(String),
+        subscriptionId: expect.any(String),
+      });
+      expect(await current(ws.slug)).toEqual(started.body);
+      expect((await rows(ws.id)).map((r) => [r.level, r.valid_to === null, r.changed_by])).toEqual([
+        ['FREE', false, null],
+        ['PRO', true, developerId],
+      ]);
+      await t.http.post(path(ws.slug)).set(auth).send({ level: 'FREE' }).expect(409);
+    });
+
+    it('closing at a future time keeps the row current until then and drops a scheduled change', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      await t.http
+        .put(path(ws.slug))
+        .set(auth)
+        .send({ level: 'PRO', validFrom: inHours(1) })
+        .expect(200);
+      const end = inHours(3);
+      const res = await t.http
+        .delete(`${path(ws.slug)}/${free.subscriptionId}`)
+        .query({ validTo: end })
+        .set(auth)
+        .expect(200);
+      expect(res.body).toEqual({ ...free, validTo: end });
+      expect(await current(ws.slug)).toEqual({ ...free, validTo: end });
+      expect((await rows(ws.id)).map((r) => r.id)).toEqual([free.subscriptionId]);
+    });
+
+    it('refuses to close a row that ended or has not started, or an unknown one', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const pro = (await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(200))
+        .body as SubscriptionBody;
+      const ended = await t.http
+        .delete(`${path(ws.slug)}/${free.subscriptionId}`)
+        .set(auth)
+        .expect(400);
+      expect(ended.body).toEqual({
+        errorCode: 'bad_request',
+        message: expect.stringContaining(`Subscription ${free.subscriptionId} already ended at`),
+        statusCode: 400,
+      });
+      const pending = (
+        await t.http
+          .put(path(ws.slug))
+          .set(auth)
+          .send({ level: 'FREE', validFrom: inHours(1) })
+          .expect(200)
+      ).body as SubscriptionBody;
+      const notStarted = await t.http
+        .delete(`${path(ws.slug)}/${pending.subscriptionId}`)
+        .set(auth)
+        .expect(400);
+      expect(notStarted.body.message).toContain('has not started yet');
+
+      for (const id of [randomUUID(), 'not-a-uuid']) {
+        const res = await t.http
+          .delete(`${path(ws.slug)}/${id}`)
+          .set(auth)
+          .expect(404);
+        expect(res.body).toEqual({
+          errorCode: 'entity_not_found',
+          message: 'No such subscription in this workspace',
+          statusCode: 404,
+        });
+      }
+      // A row of another workspace is unknown here.
+      const other = await createWorkspace(t, auth);
+      const foreign = await current(other.slug);
+      await t.http
+        .delete(`${path(ws.slug)}/${foreign.subscriptionId}`)
+        .set(auth)
+        .expect(404);
+
+      const past = await t.http
+        .delete(`${path(ws.slug)}/${pro.subscriptionId}`)
+        .query({ validTo: '2020-01-01T00:00:00Z' })
+        .set(auth)
+        .expect(400);
+      expect(past.body).toEqual({
+        errorCode: 'bad_request',
+        message: 'validTo must not be in the past',
+        statusCode: 400,
+      });
+      expect(await current(ws.slug)).toMatchObject({ subscriptionId: pro.subscriptionId, validTo: pending.validFrom });
+    });
+  });
+
+  describe('validation', () => {
+    let slug: string;
+    let workspaceId: string;
+    beforeAll(async () => {
+      const ws = await createWorkspace(t, auth);
+      slug = ws.slug;
+      workspaceId = ws.id;
+    });
+
+    it('refuses a missing or unknown level, naming the allowed ones', async () => {
+      for (const body of [{}, { level: 'GOLD' }, { level: 5 }, { level: '' }]) {
+        expect((await t.http.put(path(slug)).set(auth).send(body).expect(400)).body).toEqual(LEVEL_ERROR);
+        expect((await t.http.post(path(slug)).set(auth).send(body).expect(400)).body).toEqual(LEVEL_ERROR);
+      }
+    });
+
+    it('refuses a validFrom in the past or not a date-time, and unknown fields', async () => {
+      const past = await t.http
+        .put(path(slug))
+        .set(auth)
+        .send({ level: 'PRO', validFrom: '2020-01-01T00:00:00Z' })
+        .expect(400);
+      expect(past.body).toEqual({
+        errorCode: 'bad_request',
+        message: 'validFrom must not be in the past',
+        statusCode: 400,
+      });
+      for (const validFrom of ['tomorrow', '2030-01-01', '2030-01-01T00:00:00', 1893456000000]) {
+        const res = await t.http.put(path(slug)).set(auth).send({ level: 'PRO', validFrom }).expect(400);
+        expect(res.body).toEqual({
+          errorCode: 'bad_request',
+          message: 'validFrom must be an ISO 8601 date-time with a time zone, from 1970 on, e.g. 2025-03-01T12:00:00Z',
+          statusCode: 400,
+        });
+      }
+      const unknown = await t.http
+        .put(path(slug))
+        .set(auth)
+        .send({ level: 'PRO', effectiveAt: inHours(1) })
+        .expect(400);
+      expect(unknown.body).toEqual({
+        errorCode: 'bad_request',
+        message: 'effectiveAt: property effectiveAt should not exist',
+        statusCode: 400,
+      });
+      const badClose = await t.http
+        .delete(`${path(slug)}/${randomUUID()}`)
+        .query({ validTo: 'soon' })
+        .set(auth)
+        .expect(400);
+      expect(badClose.body.message).toContain('validTo must be an ISO 8601 date-time');
+      // Refused requests write nothing.
+      expect(await rows(workspaceId)).toEqual([]);
+    });
+  });
+
+  it('is shared by the members of the workspace', async () => {
+    const ws = await createWorkspace(t, auth);
+    const other = await createDeveloperWithToken(t.app);
+    await t.dataSource.query('INSERT INTO workspace_members (workspace_id, developer_id) VALUES ($1, $2)', [
+      ws.id,
+      other.developer.id,
+    ]);
+    const pro = (await t.http.put(path(ws.slug)).set(other.auth).send({ level: 'PRO' }).expect(200))
+      .body as SubscriptionBody;
+    expect(await current(ws.slug)).toEqual(pro);
+    expect((await rows(ws.id)).at(-1)?.changed_by).toBe(other.developer.id);
+  });
+});
