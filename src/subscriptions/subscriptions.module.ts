@@ -1,9 +1,12 @@
-import { Module } from '@nestjs/common';
+import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { JsonBodyOfAnyType } from '../compute/json-body-of-any-type.middleware';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { SubscriptionEntity } from './subscription.entity';
 import { SubscriptionsController } from './subscriptions.controller';
 import { SubscriptionsService } from './subscriptions.service';
+
+const SUBSCRIPTION = 'workspaces/:workspaceSlug/subscription';
 
 @Module({
   imports: [TypeOrmModule.forFeature([SubscriptionEntity]), WorkspacesModule],
@@ -11,4 +14,11 @@ import { SubscriptionsService } from './subscriptions.service';
   providers: [SubscriptionsService],
   exports: [SubscriptionsService],
 })
-export class SubscriptionsModule {}
+export class SubscriptionsModule implements NestModule {
+  /** The published API declares the write bodies as `*∕*`: they are JSON whatever the Content-Type. */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer
+      .apply(JsonBodyOfAnyType)
+      .forRoutes({ path: SUBSCRIPTION, method: RequestMethod.POST }, { path: SUBSCRIPTION, method: RequestMethod.PUT });
+  }
+}

@@ -104,6 +104,24 @@ describe('workspace subscription', () => {
       ]);
     });
 
+    it('reads the body as JSON whatever its Content-Type (published as */*)', async () => {
+      const ws = await createWorkspace(t, auth);
+      const res = await t.http
+        .put(path(ws.slug))
+        .set(auth)
+        .set('Content-Type', 'text/plain')
+        .send(JSON.stringify({ level: 'PRO' }))
+        .expect(200);
+      expect(res.body.level).toBe('PRO');
+      const malformed = await t.http
+        .put(path(ws.slug))
+        .set(auth)
+        .set('Content-Type', 'text/plain')
+        .send('{level')
+        .expect(400);
+      expect(malformed.body).toEqual({ errorCode: 'bad_request', message: 'Malformed JSON body', statusCode: 400 });
+    });
+
     it('accepts levels in any case', async () => {
       const ws = await createWorkspace(t, auth);
       const res = await t.http.put(path(ws.slug)).set(auth).send({ level: ' pro ' }).expect(200);
