@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Auth, createReadyDatabase, createWorkspace, databaseRow } from '../databases/support';
+import { waitForInstance } from '../compute/support';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
 import { insertPeriod } from './usage-periods';
 
@@ -161,6 +162,35 @@ describe('compute metrics', () => {
     });
     const totals = await t.http.get(`/workspaces/${ws.slug}/billing/2025-04/totals`).set(auth).expect(200);
     expect(totals.body.totals.compute).toBe(1);
+  });
+
+  it('measures and bills a dedicated instance created through the API once it runs', async () => {
+    const ws = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, ws.slug);
+    const created = await t.http
+      .post(`/workspaces/${ws.slug}/databases/${db.name}/compute`)
+      .set(auth)
+      .send({ instanceSize: 'dc-medium', instanceName: 'metered' })
+      .expect(202);
+    const instanceId = created.body.instanceId as string;
+    await waitForInstance(t, auth, ws.slug, db.name, instanceId, 'READY');
+
+    const res = await t.http.get(metricsPath(ws.slug)).set(auth).expect(200);
+    const usage = res.body[0].usageByDatabase[db.id].usageByInstance[instanceId];
+    expect(usage).toMatchObject({ size: 'medium', end: res.body[0].end });
+    expect(usage.totalVCPUHours).toBeGreaterThan(0);
+    expect(res.body[0].chartData.maxCPUCount).toBe(4);
+
+    const now = new Date();
+    const ym = `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}`;
+    await t.http.get(`/workspaces/${ws.slug}/billing/${ym}/totals`).set(auth).expect(200);
+    const lines = await t.dataSource.query<{ source_id: string; unit_price: string }[]>(
+      `SELECT l.source_id, l.unit_price::text FROM billing_rated_lines l
+         JOIN compute_usage_periods p ON p.id::text = l.source_id
+        WHERE l.workspace_id = $1 AND l.ym = $2 AND l.component = 'compute' AND p.instance_id = $3`,
+      [ws.id, ym, instanceId],
+    );
+    expect(lines).toEqual([{ source_id: expect.any(String), unit_price: '0.200000' }]);
   });
 
   it('refuses start and end that are not date-times, not in order, or too far apart', async () => {
