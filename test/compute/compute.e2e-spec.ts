@@ -1,8 +1,16 @@
 import { ComputeLifecycle } from '../../src/compute/compute-lifecycle.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
-import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
-import { Auth, createReadyDatabase, createWorkspace, DatabaseBody, databaseRow, unique } from '../databases/support';
+import { createDeveloperWithToken, eventually, reconcile, TestApp } from '../support/test-app';
+import {
+  Auth,
+  DatabaseBody,
+  createAppWithUnbuildableEuRegion,
+  createReadyDatabase,
+  createWorkspace,
+  databaseRow,
+  unique,
+} from '../databases/support';
 import { connectionLimit, InstanceBody, instanceRow, periodsOf, TYPES, waitForInstance } from './support';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -15,14 +23,7 @@ describe('dedicated compute', () => {
   let slug: string;
   let workspaceId: string;
   beforeAll(async () => {
-    const unreachable = new URL(process.env.DATA_PLANE_URL!);
-    unreachable.password = 'not-the-password';
-    t = await createTestApp({
-      DATABASE_POOL_TARGET: '0',
-      DATABASE_DELETION_GRACE_SECONDS: '3600',
-      // EU databases never get built: they stay REQUESTED, which the not-ready case needs.
-      DATA_PLANE_URL_AWS_EU_CENTRAL_1: unreachable.toString(),
-    });
+    t = await createAppWithUnbuildableEuRegion();
     auth = (await createDeveloperWithToken(t.app)).auth;
     const workspace = await createWorkspace(t, auth);
     slug = workspace.slug;

@@ -2,13 +2,14 @@ import { SecretBox } from '../../src/common/crypto/secret-box';
 import { CredentialsService } from '../../src/credentials/credentials.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
-import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import { createDeveloperWithToken, eventually, reconcile, TestApp } from '../support/test-app';
 import {
   Auth,
+  DatabaseBody,
   connectAs,
+  createAppWithUnbuildableEuRegion,
   createReadyDatabase,
   createWorkspace,
-  DatabaseBody,
   databaseRow,
   onDataPlane,
   queryAs,
@@ -26,14 +27,7 @@ describe('database credentials (real logins on the password-checking data plane)
   let auth: Auth;
   let slug: string;
   beforeAll(async () => {
-    const unreachable = new URL(process.env.DATA_PLANE_URL!);
-    unreachable.password = 'not-the-password';
-    t = await createTestApp({
-      DATABASE_POOL_TARGET: '0',
-      DATABASE_DELETION_GRACE_SECONDS: '3600',
-      // EU databases never get built: they stay REQUESTED, which the not-ready case needs.
-      DATA_PLANE_URL_AWS_EU_CENTRAL_1: unreachable.toString(),
-    });
+    t = await createAppWithUnbuildableEuRegion();
     auth = (await createDeveloperWithToken(t.app)).auth;
     slug = (await createWorkspace(t, auth)).slug;
   });

@@ -1,10 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { eventually, TestApp } from '../support/test-app';
+import { createTestApp, eventually, TestApp } from '../support/test-app';
 
 export type Auth = { Authorization: string };
 
 export const unique = () => randomBytes(4).toString('hex');
+
+/**
+ * An app with no warm pool and a long deletion grace period whose EU region is unreachable: EU
+ * databases never get built and stay REQUESTED, which the "not ready yet" cases need.
+ */
+export function createAppWithUnbuildableEuRegion(): Promise<TestApp> {
+  const unreachable = new URL(process.env.DATA_PLANE_URL!);
+  unreachable.password = 'not-the-password';
+  return createTestApp({
+    DATABASE_POOL_TARGET: '0',
+    DATABASE_DELETION_GRACE_SECONDS: '3600',
+    DATA_PLANE_URL_AWS_EU_CENTRAL_1: unreachable.toString(),
+  });
+}
 
 /** A workspace created through the API by `auth` (who becomes its member). */
 export async function createWorkspace(t: TestApp, auth: Auth): Promise<{ id: string; slug: string; name: string }> {
