@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AuthModule } from './auth/auth.module';
+import { OAuthModule } from './auth/oauth/oauth.module';
 import { BillingModule } from './billing/billing.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { createValidationPipe } from './common/http/validation';
@@ -34,6 +35,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     QueuesModule,
     CommonModule,
     AuthModule,
+    OAuthModule,
     HealthModule,
     DevelopersModule,
     WorkspacesModule,

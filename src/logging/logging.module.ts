@@ -10,6 +10,8 @@ export const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'res.headers["set-cookie"]',
+  // The OAuth redirect carries the authorization code in its query.
+  'res.headers.location',
   '*.password',
   '*.client_secret',
   '*.clientSecret',

@@ -1,0 +1,91 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { randomToken, sha256 } from '../../common/crypto/tokens';
+import { AppConfig } from '../../config/app-config';
+import { AuthorizationCodeEntity } from './authorization-code.entity';
+
+export interface CodeGrant {
+  clientId: string;
+  developerId: string;
+  redirectUri: string;
+  codeChallenge: string | null;
+  scope: string;
+}
+
+export type RedeemedCode =
+  | { status: 'redeemed'; grant: CodeGrant; expired: boolean; familyId: string }
+  /** Presented a second time: the tokens it bought are revoked (RFC 6749 §4.1.2). */
+  | { status: 'reused'; familyId: string }
+  | { status: 'unknown' };
+
+/**
+ * The refresh-token family a code starts is derived from the code, so that presenting the code
+ * again can revoke every token it led to without storing anything more.
+ */
+export function refreshFamilyOfCode(codeHash: string): string {
+  const h = sha256(`refresh-family:${codeHash}`);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Single-use authorization codes, bound to client, redirect URI and PKCE challenge; only hashes are stored. */
+@Injectable()
+export class AuthorizationCodesService {
+  constructor(
+    @InjectRepository(AuthorizationCodeEntity) private readonly codes: Repository<AuthorizationCodeEntity>,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Stores a new code and returns it (the only time it exists in clear). */
+  async issue(grant: CodeGrant): Promise<string> {
+    const code = randomToken(32);
+    await this.codes.insert({
+      codeHash: sha256(code),
+      ...grant,
+      expiresAt: new Date(Date.now() + this.config.env.AUTHORIZATION_CODE_TTL_SECONDS * 1000),
+      consumedAt: null,
+    });
+    return code;
+  }
+
+  /**
+   * Consumes the code atomically: whatever the outcome of the checks that follow, it cannot be
+   * redeemed again, and a concurrent second redemption sees it as reused.
+   */
+  async redeem(code: string): Promise<RedeemedCode> {
+    const codeHash = sha256(code);
+    const consumed = await this.codes
+      .createQueryBuilder()
+      .update()
+      .set({ consumedAt: () => 'now()' })
+      .where('code_hash = :codeHash AND consumed_at IS NULL', { codeHash })
+      .returning('client_id, developer_id, redirect_uri, code_challenge, scope, expires_at')
+      .execute();
+    const row = (consumed.raw as RawCode[])[0];
+    if (!row) {
+      const exists = await this.codes.exists({ where: { codeHash } });
+      return exists ? { status: 'reused', familyId: refreshFamilyOfCode(codeHash) } : { status: 'unknown' };
+    }
+    return {
+      status: 'redeemed',
+      familyId: refreshFamilyOfCode(codeHash),
+      expired: new Date(row.expires_at).getTime() <= Date.now(),
+      grant: {
+        clientId: row.client_id,
+        developerId: row.developer_id,
+        redirectUri: row.redirect_uri,
+        codeChallenge: row.code_challenge,
+        scope: row.scope,
+      },
+    };
+  }
+}
+
+interface RawCode {
+  client_id: string;
+  developer_id: string;
+  redirect_uri: string;
+  code_challenge: string | null;
+  scope: string;
+  expires_at: Date | string;
+}

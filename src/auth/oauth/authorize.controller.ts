@@ -1,0 +1,84 @@
+import { Body, Controller, Get, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { DevelopersService } from '../../developers/developers.service';
+import { Public } from '../public.decorator';
+import { AuthAttemptsGuard } from './auth-attempts.guard';
+import { AuthorizationCodesService } from './authorization-codes.service';
+import { AuthorizationRequestsService, ValidAuthorizationRequest } from './authorization-requests.service';
+import { loginPageCsp, renderErrorPage, renderLoginPage } from './login-page';
+
+/**
+ * The authorization endpoint (RFC 6749 §4.1 with PKCE): a login page for people, redirecting back
+ * to the client with a code. A browser page, not part of the JSON API.
+ */
+@ApiExcludeController()
+@Public()
+@Controller('authorize')
+export class AuthorizeController {
+  constructor(
+    private readonly requests: AuthorizationRequestsService,
+    private readonly developers: DevelopersService,
+    private readonly codes: AuthorizationCodesService,
+  ) {}
+
+  @Get()
+  async show(@Query() query: Record<string, unknown>, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const check = await this.requests.check(query);
+    switch (check.outcome) {
+      case 'error-page':
+        return sendPage(req, res, 400, renderErrorPage(check.message));
+      case 'error-redirect':
+        return redirect(res, check.location);
+      case 'valid':
+        return sendPage(req, res, 200, this.loginPage(check.request));
+    }
+  }
+
+  @Post()
+  @UseGuards(AuthAttemptsGuard)
+  async submit(@Body() body: Record<string, unknown>, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const form = body ?? {};
+    const check = await this.requests.check(form);
+    if (check.outcome === 'error-page') return sendPage(req, res, 400, renderErrorPage(check.message));
+    if (check.outcome === 'error-redirect') return redirect(res, check.location);
+    const { request } = check;
+    const email = typeof form.email === 'string' ? form.email.trim() : '';
+    const password = typeof form.password === 'string' ? form.password : '';
+    if (!email || !password) {
+      return sendPage(req, res, 400, this.loginPage(request, email, 'Enter your e-mail and your password.'));
+    }
+    const developer = await this.developers.authenticate(email, password);
+    if (!developer) {
+      return sendPage(req, res, 401, this.loginPage(request, email, 'The e-mail or the password is not right.'));
+    }
+    const code = await this.codes.issue({
+      clientId: request.client.clientId,
+      developerId: developer.id,
+      redirectUri: request.redirectUri,
+      codeChallenge: request.codeChallenge,
+      scope: request.scope,
+    });
+    return redirect(res, this.requests.redirectLocation(request.redirectUri, { code, state: request.state }));
+  }
+
+  private loginPage(request: ValidAuthorizationRequest, email?: string, error?: string): string {
+    return renderLoginPage({ clientName: request.client.name, parameters: request.parameters, email, error });
+  }
+}
+
+function sendPage(req: Request, res: Response, status: number, html: string): void {
+  res
+    .status(status)
+    .set({
+      'Content-Type': 'text/html; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'Content-Security-Policy': loginPageCsp(req.secure),
+      'X-Frame-Options': 'DENY',
+    })
+    .send(html);
+}
+
+function redirect(res: Response, location: string): void {
+  res.set('Cache-Control', 'no-store').redirect(302, location);
+}

@@ -1,0 +1,42 @@
+import { Module } from '@nestjs/common';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AppConfig } from '../../config/app-config';
+import { DevelopersModule } from '../../developers/developers.module';
+import { AuthAttemptsGuard } from './auth-attempts.guard';
+import { AuthorizationCodeEntity } from './authorization-code.entity';
+import { AuthorizationCodesService } from './authorization-codes.service';
+import { AuthorizationRequestsService } from './authorization-requests.service';
+import { AuthorizeController } from './authorize.controller';
+import { OAuthClientEntity } from './oauth-client.entity';
+import { OAuthClientsService } from './oauth-clients.service';
+import { RefreshTokenEntity } from './refresh-token.entity';
+import { RefreshTokensService } from './refresh-tokens.service';
+import { TokenEndpointService } from './token-endpoint.service';
+import { TokenController } from './token.controller';
+import { WellKnownController } from './well-known.controller';
+
+/** The OAuth 2.0 authorization server: login page, token endpoint, clients, discovery. */
+@Module({
+  imports: [
+    TypeOrmModule.forFeature([OAuthClientEntity, AuthorizationCodeEntity, RefreshTokenEntity]),
+    DevelopersModule,
+    ThrottlerModule.forRootAsync({
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => ({
+        throttlers: [{ ttl: 60_000, limit: config.env.RATE_LIMIT_AUTH_PER_MINUTE }],
+      }),
+    }),
+  ],
+  controllers: [AuthorizeController, TokenController, WellKnownController],
+  providers: [
+    OAuthClientsService,
+    AuthorizationCodesService,
+    AuthorizationRequestsService,
+    RefreshTokensService,
+    TokenEndpointService,
+    AuthAttemptsGuard,
+  ],
+  exports: [OAuthClientsService],
+})
+export class OAuthModule {}

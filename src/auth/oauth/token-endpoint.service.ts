@@ -1,0 +1,150 @@
+import { Injectable } from '@nestjs/common';
+import { DeveloperKind } from '../../developers/developer.entity';
+import { DevelopersService } from '../../developers/developers.service';
+import { AccessTokens } from '../access-tokens';
+import { AuthorizationCodesService } from './authorization-codes.service';
+import { PresentedClient, presentedClient } from './client-credentials';
+import { ClientRecord, OAuthClientsService } from './oauth-clients.service';
+import { isWellFormedVerifier, verifierMatchesChallenge } from './pkce';
+import { RefreshTokensService } from './refresh-tokens.service';
+import { isSubsetOf, parseScope } from './scopes';
+import { tokenError } from './token-errors';
+
+/** The successful token response (RFC 6749 §5.1). */
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token?: string;
+  scope?: string;
+}
+
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+
+/** `POST /oauth2/token`: client authentication, then one of the three grants. */
+@Injectable()
+export class TokenEndpointService {
+  constructor(
+    private readonly clients: OAuthClientsService,
+    private readonly codes: AuthorizationCodesService,
+    private readonly refreshTokens: RefreshTokensService,
+    private readonly developers: DevelopersService,
+    private readonly accessTokens: AccessTokens,
+  ) {}
+
+  async exchange(authorization: string | undefined, form: Record<string, string>): Promise<TokenResponse> {
+    const grantType = form.grant_type;
+    if (!grantType) throw tokenError('invalid_request', 'grant_type is required');
+    const client = await this.authenticateClient(presentedClient(authorization, form));
+    switch (grantType) {
+      case 'authorization_code':
+        return this.authorizationCode(client, form);
+      case 'refresh_token':
+        return this.refreshToken(client, form);
+      case 'client_credentials':
+        return this.clientCredentials(client, form);
+      default:
+        throw tokenError(
+          'unsupported_grant_type',
+          `grant_type ${grantType} is not supported; use ${GRANT_TYPES.join(', ')}`,
+        );
+    }
+  }
+
+  private async authenticateClient(presented: PresentedClient): Promise<ClientRecord> {
+    const client = await this.clients.find(presented.clientId);
+    if (!client) throw tokenError('invalid_client', 'Unknown client or wrong client credentials');
+    if (client.isPublic) {
+      if (presented.clientSecret) throw tokenError('invalid_client', 'A public client has no secret');
+      return client;
+    }
+    if (!presented.clientSecret) throw tokenError('invalid_client', 'This client must authenticate with its secret');
+    if (!(await this.clients.verifySecret(client, presented.clientSecret))) {
+      throw tokenError('invalid_client', 'Unknown client or wrong client credentials');
+    }
+    return client;
+  }
+
+  private async authorizationCode(client: ClientRecord, form: Record<string, string>): Promise<TokenResponse> {
+    const { code, redirect_uri: redirectUri, code_verifier: verifier } = form;
+    if (!code) throw tokenError('invalid_request', 'code is required');
+    if (!redirectUri) throw tokenError('invalid_request', 'redirect_uri is required');
+    if (verifier !== undefined && !isWellFormedVerifier(verifier)) {
+      throw tokenError('invalid_request', 'code_verifier must be 32 to 128 characters of A-Z a-z 0-9 - . _ ~');
+    }
+    const redeemed = await this.codes.redeem(code);
+    if (redeemed.status === 'unknown') throw tokenError('invalid_grant', 'Unknown authorization code');
+    if (redeemed.status === 'reused') {
+      await this.refreshTokens.revokeFamily(redeemed.familyId);
+      throw tokenError('invalid_grant', 'The authorization code was already used; the tokens it granted are revoked');
+    }
+    const { grant } = redeemed;
+    if (grant.clientId !== client.clientId) {
+      throw tokenError('invalid_grant', 'The authorization code was issued to another client');
+    }
+    if (redeemed.expired) throw tokenError('invalid_grant', 'The authorization code has expired');
+    if (grant.redirectUri !== redirectUri) {
+      throw tokenError('invalid_grant', 'redirect_uri differs from the one of the authorization request');
+    }
+    if (grant.codeChallenge) {
+      if (!verifier) throw tokenError('invalid_grant', 'code_verifier is required (PKCE)');
+      if (!verifierMatchesChallenge(verifier, grant.codeChallenge)) {
+        throw tokenError('invalid_grant', 'code_verifier does not match the code_challenge');
+      }
+    } else if (verifier) {
+      throw tokenError('invalid_grant', 'code_verifier given, but the authorization request had no code_challenge');
+    }
+    await this.activeDeveloper(grant.developerId);
+    const refreshToken = await this.refreshTokens.issue({
+      familyId: redeemed.familyId,
+      clientId: client.clientId,
+      developerId: grant.developerId,
+      scope: grant.scope,
+    });
+    return this.respond(grant.developerId, client.clientId, grant.scope, refreshToken);
+  }
+
+  private async refreshToken(client: ClientRecord, form: Record<string, string>): Promise<TokenResponse> {
+    if (!form.refresh_token) throw tokenError('invalid_request', 'refresh_token is required');
+    let narrowed: string | undefined;
+    if (form.scope !== undefined) {
+      const parsed = parseScope(form.scope);
+      if (!parsed.ok) throw tokenError('invalid_scope', `Unknown scope: ${parsed.unknown.join(' ')}`);
+      narrowed = parsed.scope;
+    }
+    const rotated = await this.refreshTokens.rotate(form.refresh_token, client.clientId);
+    if (rotated.status === 'rejected') throw tokenError('invalid_grant', rotated.reason);
+    const { grant } = rotated;
+    if (narrowed !== undefined && !isSubsetOf(narrowed, grant.scope)) {
+      throw tokenError('invalid_scope', 'A refresh cannot add scopes that were not granted');
+    }
+    await this.activeDeveloper(grant.developerId);
+    return this.respond(grant.developerId, client.clientId, narrowed ?? grant.scope, rotated.refreshToken);
+  }
+
+  private async clientCredentials(client: ClientRecord, form: Record<string, string>): Promise<TokenResponse> {
+    if (client.isPublic || !client.developerId) {
+      throw tokenError('unauthorized_client', 'Only an API developer’s client may use client_credentials');
+    }
+    const parsed = parseScope(form.scope);
+    if (!parsed.ok) throw tokenError('invalid_scope', `Unknown scope: ${parsed.unknown.join(' ')}`);
+    const developer = await this.developers.findActive(client.developerId);
+    if (!developer || developer.kind !== DeveloperKind.Api) {
+      throw tokenError('unauthorized_client', 'The developer of this client is not an active API developer');
+    }
+    return this.respond(developer.id, client.clientId, parsed.scope);
+  }
+
+  private async activeDeveloper(id: string): Promise<void> {
+    if (!(await this.developers.findActive(id))) throw tokenError('invalid_grant', 'The developer no longer exists');
+  }
+
+  private respond(developerId: string, clientId: string, scope: string, refreshToken?: string): TokenResponse {
+    const issued = this.accessTokens.issue({ sub: developerId, scope, client_id: clientId });
+    return {
+      ...issued,
+      ...(refreshToken ? { refresh_token: refreshToken } : {}),
+      ...(scope ? { scope } : {}),
+    };
+  }
+}

@@ -1,0 +1,142 @@
+import 'reflect-metadata';
+import type { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { parseArgs } from 'node:util';
+import { AccessTokens } from './auth/access-tokens';
+import { OAuthClientsService } from './auth/oauth/oauth-clients.service';
+import { SUPPORTED_SCOPES } from './auth/oauth/scopes';
+import { bootstrapChecks } from './bootstrap';
+import { DeveloperKind } from './developers/developer.entity';
+import { DevelopersService } from './developers/developers.service';
+
+/**
+ * Operator commands: `npm run --silent cli -- <command> [options]`. Each prints one JSON object as
+ * the last line of standard output; on error it prints a message on standard error and exits 1.
+ */
+
+type Options = Record<string, string | boolean | string[] | undefined>;
+type Task = (app: INestApplicationContext) => Promise<object>;
+
+interface Command {
+  usage: string;
+  options: NonNullable<Parameters<typeof parseArgs>[0]>['options'];
+  /** Checks the options (before anything boots) and returns the work to do. */
+  prepare(options: Options): Task;
+}
+
+class UsageError extends Error {}
+
+const MAX_TTL_SECONDS = 366 * 86400;
+
+const COMMANDS: Record<string, Command> = {
+  'developer:create': {
+    usage: 'developer:create --email E --password P | developer:create --email E --kind API',
+    options: { email: { type: 'string' }, password: { type: 'string' }, kind: { type: 'string' } },
+    prepare(options) {
+      const email = required(options, 'email');
+      const kind = ((options.kind as string | undefined) ?? 'HUMAN').toUpperCase();
+      if (kind === 'API') {
+        if (options.password !== undefined) throw new UsageError('an API developer has no password');
+        return (app) => app.get(OAuthClientsService).createApiDeveloper(email);
+      }
+      if (kind !== 'HUMAN') throw new UsageError('--kind must be HUMAN or API');
+      const password = required(options, 'password');
+      return (app) => app.get(DevelopersService).create({ email, kind: DeveloperKind.Human, password });
+    },
+  },
+  'token:issue': {
+    usage: 'token:issue --email E [--ttl SECONDS]',
+    options: { email: { type: 'string' }, ttl: { type: 'string' } },
+    prepare(options) {
+      const email = required(options, 'email');
+      let ttl: number | undefined;
+      if (options.ttl !== undefined) {
+        ttl = Number(options.ttl);
+        if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_TTL_SECONDS) {
+          throw new UsageError(`--ttl must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}`);
+        }
+      }
+      return async (app) => {
+        const developer = await app.get(DevelopersService).findActiveByEmail(email);
+        if (!developer) throw new Error(`No developer with e-mail ${email}`);
+        return app.get(AccessTokens).issue({ sub: developer.id, scope: SUPPORTED_SCOPES.join(' ') }, ttl);
+      };
+    },
+  },
+  'client:create': {
+    usage: 'client:create --client-id ID --redirect-uri URI [--redirect-uri URI...] [--public] [--name NAME]',
+    options: {
+      'client-id': { type: 'string' },
+      'redirect-uri': { type: 'string', multiple: true },
+      public: { type: 'boolean' },
+      name: { type: 'string' },
+    },
+    prepare(options) {
+      const clientId = required(options, 'client-id');
+      const redirectUris = (options['redirect-uri'] as string[] | undefined) ?? [];
+      if (!redirectUris.length) throw new UsageError('--redirect-uri is required');
+      const name = options.name as string | undefined;
+      const isPublic = options.public === true;
+      return (app) => app.get(OAuthClientsService).create({ clientId, name, redirectUris, isPublic });
+    },
+  },
+};
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function usage(): string {
+  return [
+    'Usage: npm run --silent cli -- <command> [options]',
+    ...Object.values(COMMANDS).map((c) => `  ${c.usage}`),
+  ].join('\n');
+}
+
+function fail(message: string, usageLine?: string): number {
+  process.stderr.write(`error: ${message}\n${usageLine ? `Usage: ${usageLine}\n` : ''}`);
+  return 1;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  const command = name ? COMMANDS[name] : undefined;
+  if (!command) {
+    process.stderr.write(`${name ? `error: Unknown command ${name}\n` : ''}${usage()}\n`);
+    return 1;
+  }
+  let task: Task;
+  try {
+    const { values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false });
+    task = command.prepare(values);
+  } catch (err) {
+    return fail((err as Error).message, command.usage);
+  }
+
+  // Operator commands never run queue processors. Feature modules read this when they are defined,
+  // so the application module is loaded only from here on.
+  process.env.WORKERS = 'off';
+  await bootstrapChecks();
+  const { AppModule } = await import('./app.module.js');
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: false, abortOnError: false });
+  try {
+    await app.init();
+    const result = await task(app);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return 0;
+  } catch (err) {
+    return fail(err instanceof Error ? err.message : String(err));
+  } finally {
+    await app.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,169 @@
+import { verify } from 'jsonwebtoken';
+import { Client } from 'pg';
+import { SigningKeys } from '../../src/auth/signing-keys';
+import { verifySecret } from '../../src/common/crypto/password-hasher';
+import { AppConfig } from '../../src/config/app-config';
+import { createTestApp, TestApp, uniqueEmail } from '../support/test-app';
+import { GENEROUS_LIMIT, runCli, tokenRequest } from './identity-support';
+
+/** The operator commands, run from the built app as `npm run --silent cli -- …` runs them. */
+describe('operator CLI (dist/src/cli.js)', () => {
+  let db: Client;
+  let t: TestApp;
+  beforeAll(async () => {
+    db = new Client({ connectionString: process.env.DATABASE_URL });
+    await db.connect();
+    t = await createTestApp(GENEROUS_LIMIT);
+  });
+  afterAll(async () => {
+    await db.end();
+    await t.close();
+  });
+
+  it('developer:create --email --password creates a HUMAN developer, e-mail lower-cased, password hashed', async () => {
+    const email = uniqueEmail('Cli-Human').replace('cli-human', 'Cli-Human');
+    const result = await runCli(['developer:create', '--email', email, '--password', 'correct horse battery']);
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(result.json).toEqual({ id: expect.any(String), email: email.toLowerCase(), kind: 'HUMAN' });
+    const { rows } = await db.query<{ password_hash: string }>('SELECT password_hash FROM developers WHERE id = $1', [
+      result.json!.id,
+    ]);
+    expect(rows[0].password_hash).toMatch(/^scrypt\$/);
+    expect(await verifySecret('correct horse battery', rows[0].password_hash)).toBe(true);
+
+    const again = await runCli(['developer:create', '--email', email.toUpperCase(), '--password', 'another password']);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toMatch(/already exists/);
+  });
+
+  it('developer:create --kind API creates an API developer and its client, showing the secret once', async () => {
+    const email = uniqueEmail('cli-api');
+    const result = await runCli(['developer:create', '--email', email, '--kind', 'API']);
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(result.json).toEqual({
+      id: expect.any(String),
+      email,
+      kind: 'API',
+      clientId: expect.any(String),
+      clientSecret: expect.any(String),
+    });
+    const { clientId, clientSecret } = result.json as { clientId: string; clientSecret: string };
+    const { rows } = await db.query<{ secret_hash: string; developer_id: string; is_public: boolean }>(
+      'SELECT secret_hash, developer_id, is_public FROM oauth_clients WHERE client_id = $1',
+      [clientId],
+    );
+    expect(rows[0]).toEqual({
+      secret_hash: expect.stringMatching(/^scrypt\$/),
+      developer_id: result.json!.id,
+      is_public: false,
+    });
+    expect(rows[0].secret_hash).not.toContain(clientSecret);
+
+    const tokens = await tokenRequest(
+      t.http,
+      { grant_type: 'client_credentials' },
+      { id: clientId, secret: clientSecret },
+    );
+    expect(tokens.status).toBe(200);
+    const me = await t.http
+      .get('/developers/me')
+      .set('Authorization', `Bearer ${tokens.body.access_token}`)
+      .expect(200);
+    expect(me.body).toMatchObject({ id: result.json!.id, email, kind: 'API' });
+  });
+
+  it('token:issue mints an access token for the developer, with an optional lifetime', async () => {
+    const email = uniqueEmail('cli-token');
+    const created = await runCli(['developer:create', '--email', email, '--password', 'a long password']);
+    const result = await runCli(['token:issue', '--email', email, '--ttl', '120']);
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(result.json).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 120 });
+    const config = t.app.get(AppConfig);
+    const claims = verify(result.json!.access_token as string, t.app.get(SigningKeys).publicKey, {
+      issuer: config.env.JWT_ISSUER,
+      audience: config.env.JWT_AUDIENCE,
+    }) as { sub: string; exp: number; iat: number };
+    expect(claims.sub).toBe(created.json!.id);
+    expect(claims.exp - claims.iat).toBe(120);
+    const me = await t.http
+      .get('/developers/me')
+      .set('Authorization', `Bearer ${result.json!.access_token as string}`)
+      .expect(200);
+    expect(me.body.email).toBe(email);
+
+    const defaults = await runCli(['token:issue', '--email', email]);
+    expect(defaults.json).toMatchObject({ expires_in: 3600 });
+  });
+
+  it('client:create registers a confidential or a public client', async () => {
+    const id = `cli-app-${Date.now()}`;
+    const confidential = await runCli([
+      'client:create',
+      '--client-id',
+      id,
+      '--redirect-uri',
+      'https://app.example/callback',
+      '--redirect-uri',
+      'http://127.0.0.1/callback',
+    ]);
+    expect({ code: confidential.code, stderr: confidential.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(confidential.json).toEqual({
+      clientId: id,
+      name: id,
+      redirectUris: ['https://app.example/callback', 'http://127.0.0.1/callback'],
+      public: false,
+      clientSecret: expect.any(String),
+    });
+    const publicClient = await runCli([
+      'client:create',
+      '--client-id',
+      `${id}-public`,
+      '--redirect-uri',
+      'http://localhost/cb',
+      '--public',
+    ]);
+    expect({ code: publicClient.code, stderr: publicClient.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(publicClient.json).toEqual({
+      clientId: `${id}-public`,
+      name: `${id}-public`,
+      redirectUris: ['http://localhost/cb'],
+      public: true,
+    });
+    // The new public client can start a login on any loopback port.
+    await t.http
+      .get('/authorize')
+      .query({
+        response_type: 'code',
+        client_id: `${id}-public`,
+        redirect_uri: 'http://localhost:7777/cb',
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+      })
+      .expect(200);
+  });
+
+  it('exits non-zero with a clear message on errors', async () => {
+    const cases: [string[], RegExp][] = [
+      [[], /Usage/],
+      [['no:such-command'], /Unknown command no:such-command/],
+      [['developer:create', '--email', uniqueEmail()], /--password is required/],
+      [['developer:create', '--email', 'not-an-email', '--password', 'long enough'], /not a valid e-mail/],
+      [['developer:create', '--email', uniqueEmail(), '--password', 'short'], /password of 8/],
+      [['developer:create', '--email', uniqueEmail(), '--kind', 'ROBOT'], /--kind must be HUMAN or API/],
+      [['developer:create', '--email', uniqueEmail(), '--kind', 'API', '--password', 'x'], /no password/],
+      [['developer:create', '--email', uniqueEmail(), '--unknown', 'x'], /Unknown option '--unknown'/],
+      [['token:issue', '--email', 'nobody@example.test'], /No developer with e-mail/],
+      [['token:issue', '--email', 'nobody@example.test', '--ttl', 'soon'], /--ttl must be/],
+      [['client:create', '--client-id', 'x'], /--redirect-uri is required/],
+      [['client:create', '--client-id', 'x', '--redirect-uri', 'http://app.example/cb'], /must use https/],
+      [['client:create', '--client-id', 'nilecli', '--redirect-uri', 'https://a.example/cb'], /already exists/],
+      [['client:create', '--client-id', 'bad id', '--redirect-uri', 'https://a.example/cb'], /client id must be/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => runCli(args)));
+    cases.forEach(([args, message], i) => {
+      const { code, json, stderr } = results[i];
+      expect({ args, code, json }).toEqual({ args, code: 1, json: undefined });
+      expect(stderr).toMatch(message);
+    });
+  }, 120_000); // fourteen CLI processes at once
+});

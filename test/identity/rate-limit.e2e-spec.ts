@@ -1,0 +1,68 @@
+import { createTestApp, TestApp } from '../support/test-app';
+import {
+  authorizationRequest,
+  createApiDeveloper,
+  createHuman,
+  Human,
+  submitLogin,
+  tokenRequest,
+} from './identity-support';
+
+const LIMIT = 3;
+
+function expectThrottled(res: { status: number; body: Record<string, unknown>; headers: Record<string, string> }) {
+  expect(res.status).toBe(429);
+  expect(res.body).toEqual({ errorCode: 'threshold_exceeded', message: expect.any(String), statusCode: 429 });
+  const retryAfter = Number(res.headers['retry-after']);
+  expect(Number.isInteger(retryAfter)).toBe(true);
+  expect(retryAfter).toBeGreaterThan(0);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+}
+
+describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
+  let t: TestApp;
+  let human: Human;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_AUTH_PER_MINUTE: String(LIMIT) });
+    human = await createHuman(t.app, 'throttled');
+  });
+  afterAll(() => t.close());
+
+  it('limits token requests per client and address, with Retry-After', async () => {
+    const api = await createApiDeveloper(t.app);
+    for (let i = 0; i < LIMIT; i++) {
+      const res = await tokenRequest(
+        t.http,
+        { grant_type: 'client_credentials' },
+        { id: api.clientId, secret: 'guess' },
+      );
+      expect(res.status).toBe(401);
+    }
+    // Even the right secret is refused now: guessing is not worth it.
+    const blocked = await tokenRequest(
+      t.http,
+      { grant_type: 'client_credentials' },
+      { id: api.clientId, secret: api.clientSecret },
+    );
+    expectThrottled(blocked);
+
+    // Another client from the same address has its own budget.
+    const other = await createApiDeveloper(t.app);
+    await tokenRequest(t.http, {
+      grant_type: 'client_credentials',
+      client_id: other.clientId,
+      client_secret: other.clientSecret,
+    }).expect(200);
+  });
+
+  it('limits login attempts per client and address, with Retry-After', async () => {
+    const { params } = authorizationRequest('nilecli', 'http://localhost:5000/callback');
+    for (let i = 0; i < LIMIT; i++) {
+      const res = await submitLogin(t.http, params, human.email, `wrong-${i}`);
+      expect(res.status).toBe(401);
+    }
+    expectThrottled(await submitLogin(t.http, params, human.email, human.password));
+    // Showing the form is not an attempt.
+    await t.http.get('/authorize').query(params).expect(200);
+  });
+});
