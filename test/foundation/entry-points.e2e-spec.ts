@@ -18,7 +18,8 @@ function run(script: string, env: Record<string, string>, onOutput?: (text: stri
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
     const guard = setTimeout(() => child.kill('SIGKILL'), 30000);
-    child.on('exit', (code, signal) => {
+    // 'close', not 'exit': only then has everything the child wrote been read.
+    child.on('close', (code, signal) => {
       clearTimeout(guard);
       resolve({ code, signal, output });
     });

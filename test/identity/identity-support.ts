@@ -161,7 +161,8 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const guard = setTimeout(() => child.kill('SIGKILL'), 30000);
     child.on('error', reject);
-    child.on('exit', (code) => {
+    // 'close', not 'exit': only then has everything the child wrote been read.
+    child.on('close', (code) => {
       clearTimeout(guard);
       const last = stdout.trimEnd().split('\n').pop() ?? '';
       let json: Record<string, unknown> | undefined;
