@@ -46,12 +46,16 @@ describe('entry points (built app)', () => {
 
   it('boots the worker alone and shuts it down cleanly on SIGTERM', async () => {
     let stopped = false;
-    const result = await run('worker.js', { QUEUE_PREFIX: `worker-smoke-${Date.now()}` }, (text, stop) => {
-      if (!stopped && text.includes('worker started')) {
-        stopped = true;
-        stop();
-      }
-    });
+    const result = await run(
+      'worker.js',
+      { QUEUE_PREFIX: `worker-smoke-${Date.now()}`, DATABASE_POOL_TARGET: '0' },
+      (text, stop) => {
+        if (!stopped && text.includes('worker started')) {
+          stopped = true;
+          stop();
+        }
+      },
+    );
     expect(stopped).toBe(true);
     expect(result.code === 0 || result.signal === 'SIGTERM').toBe(true);
     expect(result.code).toBe(0);

@@ -23,17 +23,29 @@ export interface TestApp {
  * and data plane. Each app gets its own queue prefix so specs never take each other's jobs.
  */
 export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  Object.assign(process.env, {
+  const overrides: Record<string, string> = {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     QUEUE_PREFIX: `test-${process.env.TEST_RUN_ID ?? 'x'}-${randomBytes(4).toString('hex')}`,
     RECONCILE_INTERVAL_SECONDS: '3600',
     JOB_BACKOFF_MS: '200',
     ...env,
-  });
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, bufferLogs: true });
-  configureApp(app);
-  await app.init();
+  };
+  // The configuration is read while the app is created; the overrides must not leak into the
+  // next app of the same spec file.
+  const previous = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]));
+  Object.assign(process.env, overrides);
+  let app: NestExpressApplication;
+  try {
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, bufferLogs: true });
+    configureApp(app);
+    await app.init();
+  } finally {
+    for (const [key, value] of Object.entries(previous)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  }
   const dataSource = app.get(DataSource);
   return {
     app,
