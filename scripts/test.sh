@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (`npm test`): unit and e2e specs against real PostgreSQL, Redis and a
 # password-checking data-plane cluster (created once by scripts/dataplane-cluster.sh).
+# Extra arguments go to jest (e.g. `npm test -- test/invites`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${DATA_PLANE_URL:-}" ]; then
@@ -8,4 +9,13 @@ if [ -z "${DATA_PLANE_URL:-}" ]; then
   export DATA_PLANE_URL
 fi
 npx nest build >/dev/null
-exec npx jest "$@"
+results="$(mktemp)"
+trap 'rm -f "$results"' EXIT
+status=0
+npx jest --json --outputFile="$results" "$@" || status=$?
+# One plain closing line that any CI reads: "Summary: N passed, N failed, N skipped".
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  console.log(`Summary: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`);
+' "$results" 2>/dev/null || true
+exit "$status"
