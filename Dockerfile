@@ -1,7 +1,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+COPY scripts/complete-lockfile.js ./scripts/
+RUN node scripts/complete-lockfile.js && npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ormconfig.ts ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
