@@ -25,6 +25,11 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/** PostgreSQL text cannot hold a NUL character, so such an e-mail address matches nobody. */
+function isStorableText(value: string): boolean {
+  return !value.includes('\0');
+}
+
 @Injectable()
 export class DevelopersService {
   /** Verified against when no developer matches, so a wrong e-mail costs as much time as a wrong password. */
@@ -48,7 +53,8 @@ export class DevelopersService {
     return ids.flatMap((id) => byId.get(id) ?? []);
   }
 
-  findActiveByEmail(email: string): Promise<DeveloperIdentity | null> {
+  async findActiveByEmail(email: string): Promise<DeveloperIdentity | null> {
+    if (!isStorableText(email)) return null;
     return this.developers.findOne({
       select: { id: true, email: true, kind: true },
       where: { email: normalizeEmail(email), deleted: IsNull() },
@@ -92,10 +98,12 @@ export class DevelopersService {
    * deleted developers fail like a wrong password, and take as long.
    */
   async authenticate(email: string, password: string): Promise<DeveloperIdentity | null> {
-    const developer = await this.developers.findOne({
-      select: { id: true, email: true, kind: true, passwordHash: true },
-      where: { email: normalizeEmail(email), deleted: IsNull() },
-    });
+    const developer = isStorableText(email)
+      ? await this.developers.findOne({
+          select: { id: true, email: true, kind: true, passwordHash: true },
+          where: { email: normalizeEmail(email), deleted: IsNull() },
+        })
+      : null;
     const stored = developer?.passwordHash ?? (await this.decoy());
     const matches = await verifySecret(password, stored);
     if (!developer || !developer.passwordHash || developer.kind !== DeveloperKind.Human || !matches) return null;

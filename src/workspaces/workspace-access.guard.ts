@@ -17,6 +17,9 @@ import { WorkspacesService } from './workspaces.service';
 
 type WorkspaceRequest = Request & { user?: AuthenticatedDeveloper; workspace?: WorkspaceEntity };
 
+/** What a slug can look like (see slugify); anything else names no workspace, without asking the database. */
+const POSSIBLE_SLUG = /^[A-Za-z0-9_-]{1,200}$/;
+
 /**
  * Resolves `:workspaceSlug` once per request and checks membership. An unknown slug and a
  * workspace the caller does not belong to get the same 403, so slugs cannot be probed.
@@ -29,7 +32,9 @@ export class WorkspaceAccessGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<WorkspaceRequest>();
     const slug = req.params.workspaceSlug;
     const workspace =
-      req.user && typeof slug === 'string' ? await this.workspaces.findForMember(slug, req.user.id) : null;
+      req.user && typeof slug === 'string' && POSSIBLE_SLUG.test(slug)
+        ? await this.workspaces.findForMember(slug, req.user.id)
+        : null;
     if (!workspace) {
       throw new ApiException(ErrorCode.UnauthorizedWorkspaceAccess, 'You do not have access to this workspace');
     }

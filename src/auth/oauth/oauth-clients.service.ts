@@ -58,7 +58,9 @@ export class OAuthClientsService implements OnApplicationBootstrap {
     );
   }
 
-  find(clientId: string): Promise<ClientRecord | null> {
+  /** The registered client with this id; null for any other id (including ids no client could have). */
+  async find(clientId: string): Promise<ClientRecord | null> {
+    if (!CLIENT_ID.test(clientId)) return null;
     return this.clients.findOne({
       select: { clientId: true, name: true, redirectUris: true, isPublic: true, developerId: true, secretHash: true },
       where: { clientId },

@@ -14,6 +14,13 @@ interface PgError {
 }
 
 /**
+ * PostgreSQL errors caused by a value the caller sent: invalid text representation (22P02), too
+ * long (22001), out of range (22003), bad date/time (22007), a NUL character (22021, text cannot
+ * hold one) and a character the encoding lacks (22P05).
+ */
+const INVALID_VALUE_CODES = new Set(['22P02', '22001', '22003', '22007', '22021', '22P05']);
+
+/**
  * Writes every error as `{errorCode, message, statusCode}`: ApiExceptions as thrown, Nest/Express
  * HTTP errors mapped by status, PostgreSQL constraint violations to 409/400, anything else to a
  * 500 whose details stay in the log.
@@ -64,7 +71,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
           headers: {},
         };
       }
-      if (pg.code === '22P02' || pg.code === '22001' || pg.code === '22003' || pg.code === '22007') {
+      if (INVALID_VALUE_CODES.has(pg.code ?? '')) {
         return { body: body(ErrorCode.BadRequest, 'A value in the request is not valid', 400), headers: {} };
       }
     }

@@ -1,4 +1,4 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { HttpException, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ApiException } from '../errors/api-exception';
 import { ErrorCode } from '../errors/error-code';
 
@@ -13,9 +13,24 @@ function flatten(errors: ValidationError[], parent = ''): string[] {
   });
 }
 
+/**
+ * A validator that throws instead of reporting (validator.js's isEmail calls encodeURI, which throws
+ * on a lone UTF-16 surrogate) has met a value it cannot read: that is the caller's bad request.
+ */
+class EdgeValidationPipe extends ValidationPipe {
+  protected override async validate(...args: Parameters<ValidationPipe['validate']>): Promise<ValidationError[]> {
+    try {
+      return await super.validate(...args);
+    } catch (err) {
+      if (err instanceof HttpException) throw err;
+      throw new ApiException(ErrorCode.BadRequest, 'A value in the request is not valid');
+    }
+  }
+}
+
 /** Validation at the edge: unknown fields are refused, and the message names each bad field. */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new EdgeValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,
