@@ -1,5 +1,5 @@
 import { Region } from './regions';
-import { EnvironmentVariables, validateEnvironment } from './environment';
+import { EnvironmentVariables, InvalidEnvironmentError, validateEnvironment } from './environment';
 import { resolveSecrets, Secrets } from './secrets';
 
 /**
@@ -17,7 +17,15 @@ export class AppConfig {
 
   static fromEnvironment(raw: Record<string, unknown> = process.env): AppConfig {
     const env = validateEnvironment(raw);
-    return new AppConfig(env, resolveSecrets(env));
+    let secrets: Secrets;
+    try {
+      secrets = resolveSecrets(env);
+    } catch (err) {
+      // Only a generated development secrets file can still be wrong here (the environment's own
+      // secrets were validated above).
+      throw new InvalidEnvironmentError([`SECRETS_FILE: ${env.SECRETS_FILE} is unusable (${(err as Error).message})`]);
+    }
+    return new AppConfig(env, secrets);
   }
 
   get publicUrl(): string {

@@ -1,3 +1,8 @@
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AppConfig } from './app-config';
 import { InvalidEnvironmentError, validateEnvironment } from './environment';
 
 function problemsOf(raw: Record<string, string>): string[] {
@@ -45,5 +50,72 @@ describe('environment validation', () => {
       'JWT_PRIVATE_KEY: required when NODE_ENV=production',
       'CREDENTIAL_ENCRYPTION_KEYS: required when NODE_ENV=production',
     ]);
+  });
+});
+
+describe('environment validation of values that would fail later', () => {
+  it('refuses a boolean it cannot read instead of taking it as false', () => {
+    const problems = problemsOf({ LOG_PRETTY: 'ture', DATA_PLANE_LOCK_SHARED_DATABASES: 'flase' });
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['DATA_PLANE_LOCK_SHARED_DATABASES', 'LOG_PRETTY']);
+    expect(validateEnvironment({ DATA_PLANE_LOCK_SHARED_DATABASES: 'false' }).DATA_PLANE_LOCK_SHARED_DATABASES).toBe(
+      false,
+    );
+    expect(validateEnvironment({ LOG_PRETTY: 'Yes' }).LOG_PRETTY).toBe(true);
+  });
+
+  it('names a JWT_PRIVATE_KEY that is not an RSA private key', () => {
+    const garbage = problemsOf({ JWT_PRIVATE_KEY: 'x'.repeat(120) });
+    expect(garbage.map((p) => p.split(':')[0])).toEqual(['JWT_PRIVATE_KEY']);
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' });
+    expect(problemsOf({ JWT_PRIVATE_KEY: ec.toString() }).map((p) => p.split(':')[0])).toEqual(['JWT_PRIVATE_KEY']);
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' });
+    expect(problemsOf({ JWT_PRIVATE_KEY: rsa.toString() })).toEqual([]);
+    // A PEM passed on one line with literal \n, as some orchestrators do.
+    expect(problemsOf({ JWT_PRIVATE_KEY: rsa.toString().replace(/\n/g, '\\n') })).toEqual([]);
+  });
+
+  it('names CREDENTIAL_ENCRYPTION_KEYS that are not id:base64 of 32 bytes, or repeat an id', () => {
+    const key = randomBytes(32).toString('base64');
+    expect(problemsOf({ CREDENTIAL_ENCRYPTION_KEYS: 'k1:c2hvcnQga2V5' }).map((p) => p.split(':')[0])).toEqual([
+      'CREDENTIAL_ENCRYPTION_KEYS',
+    ]);
+    expect(problemsOf({ CREDENTIAL_ENCRYPTION_KEYS: `k1:${key},k1:${key}` }).map((p) => p.split(':')[0])).toEqual([
+      'CREDENTIAL_ENCRYPTION_KEYS',
+    ]);
+    expect(problemsOf({ CREDENTIAL_ENCRYPTION_KEYS: `k2:${key},k1:${key}` })).toEqual([]);
+  });
+
+  it('lists every problem at once, secrets included', () => {
+    const problems = problemsOf({
+      NODE_ENV: 'production',
+      PORT: 'eighty',
+      JWT_PRIVATE_KEY: 'x'.repeat(120),
+      CREDENTIAL_ENCRYPTION_KEYS: 'k1:c2hvcnQga2V5',
+    });
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'CREDENTIAL_ENCRYPTION_KEYS',
+      'JWT_PRIVATE_KEY',
+      'PORT',
+    ]);
+  });
+
+  it('names a per-region override for a region that does not exist (a typo would be ignored)', () => {
+    const problems = problemsOf({ DATA_PLANE_URL_AWS_US_WEST2: 'postgres://u@h:5432/postgres' });
+    expect(problems.map((p) => p.split(':')[0])).toEqual(['DATA_PLANE_URL_AWS_US_WEST2']);
+  });
+});
+
+describe('AppConfig.fromEnvironment', () => {
+  it('names a development secrets file it cannot read, instead of crashing', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'cp-secrets-')), 'secrets.json');
+    writeFileSync(file, '{ not json');
+    let problems: string[] = [];
+    try {
+      AppConfig.fromEnvironment({ SECRETS_FILE: file });
+    } catch (err) {
+      if (!(err instanceof InvalidEnvironmentError)) throw err;
+      problems = err.problems;
+    }
+    expect(problems.map((p) => p.split(':')[0])).toEqual(['SECRETS_FILE']);
   });
 });

@@ -1,4 +1,5 @@
 import { plainToInstance, Transform } from 'class-transformer';
+import { createPrivateKey } from 'node:crypto';
 import {
   IsBoolean,
   IsIn,
@@ -13,14 +14,18 @@ import {
   MinLength,
   validateSync,
 } from 'class-validator';
+import { ALL_REGIONS } from './regions';
+import { parseCredentialKeys } from './secrets';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const toNumber = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+const TRUE_WORDS = ['1', 'true', 'yes', 'on'];
+const FALSE_WORDS = ['0', 'false', 'no', 'off'];
+/** A boolean it cannot read stays as given, so @IsBoolean names it (a typo must not quietly mean false). */
 const toBool = ({ value }: { value: unknown }) => {
-  if (value === undefined || value === '') return undefined;
-  return typeof value === 'boolean'
-    ? value
-    : typeof value === 'string' && ['1', 'true', 'yes', 'on'].includes(value.toLowerCase());
+  if (value === undefined || value === '' || typeof value !== 'string') return value;
+  const word = value.trim().toLowerCase();
+  return TRUE_WORDS.includes(word) ? true : FALSE_WORDS.includes(word) ? false : value;
 };
 const dbUrl = { protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true };
 
@@ -228,6 +233,8 @@ export class EnvironmentVariables {
   BODY_LIMIT_BYTES = 100 * 1024;
 }
 
+const REGION_OVERRIDES = ALL_REGIONS.map((region) => `DATA_PLANE_URL_${region}`);
+
 export class InvalidEnvironmentError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -244,10 +251,43 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
   const problems = validateSync(env, { skipMissingProperties: false, forbidUnknownValues: false }).map(
     (e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')}`,
   );
+  for (const name of Object.keys(relevant)) {
+    if (name.startsWith('DATA_PLANE_URL_') && !REGION_OVERRIDES.includes(name)) {
+      problems.push(`${name}: no such region; per-region overrides are ${REGION_OVERRIDES.join(', ')}`);
+    }
+  }
   if (env.NODE_ENV === 'production') {
     if (!env.JWT_PRIVATE_KEY) problems.push('JWT_PRIVATE_KEY: required when NODE_ENV=production');
     if (!env.CREDENTIAL_ENCRYPTION_KEYS) problems.push('CREDENTIAL_ENCRYPTION_KEYS: required when NODE_ENV=production');
   }
+  if (typeof env.JWT_PRIVATE_KEY === 'string' && env.JWT_PRIVATE_KEY.length >= 100) {
+    const problem = jwtPrivateKeyProblem(env.JWT_PRIVATE_KEY);
+    if (problem) problems.push(`JWT_PRIVATE_KEY: ${problem}`);
+  }
+  if (typeof env.CREDENTIAL_ENCRYPTION_KEYS === 'string' && env.CREDENTIAL_ENCRYPTION_KEYS.length >= 10) {
+    const problem = credentialKeysProblem(env.CREDENTIAL_ENCRYPTION_KEYS);
+    if (problem) problems.push(`CREDENTIAL_ENCRYPTION_KEYS: ${problem}`);
+  }
   if (problems.length) throw new InvalidEnvironmentError(problems);
   return env;
+}
+
+/** The PEM (literal `\\n` allowed, as some orchestrators pass it) must be an RSA private key: tokens are RS256. */
+function jwtPrivateKeyProblem(pem: string): string | null {
+  try {
+    const key = createPrivateKey(pem.replace(/\\n/g, '\n'));
+    return key.asymmetricKeyType === 'rsa' ? null : `must be an RSA private key (RS256), not ${key.asymmetricKeyType}`;
+  } catch {
+    return 'is not a readable private key in PEM format';
+  }
+}
+
+function credentialKeysProblem(spec: string): string | null {
+  try {
+    const ids = parseCredentialKeys(spec).map((k) => k.id);
+    const repeated = ids.filter((id, i) => ids.indexOf(id) !== i);
+    return repeated.length ? `key id ${repeated[0]} is given more than once` : null;
+  } catch {
+    return 'each entry must be id:base64 of 32 bytes, separated by commas';
+  }
 }
