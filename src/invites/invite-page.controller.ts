@@ -1,6 +1,7 @@
-import { Body, Controller, Get, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { AuthAttemptsGuard } from '../auth/oauth/auth-attempts.guard';
 import { Public } from '../auth/public.decorator';
 import { ApiException } from '../common/errors/api-exception';
 import { escapeHtml, htmlPage } from '../common/http/html';
@@ -33,7 +34,12 @@ export class InvitePageController {
     }
   }
 
+  /**
+   * Rate limited like the login form: anyone can hold a code for any address (a programmatic
+   * invite returns it to the inviter), so this form must not become an unlimited password oracle.
+   */
   @Post('join')
+  @UseGuards(AuthAttemptsGuard)
   async join(@Body() body: JoinFormDto, @Res() res: Response): Promise<void> {
     let invite;
     try {

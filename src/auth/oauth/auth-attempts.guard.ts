@@ -6,8 +6,9 @@ import { ErrorCode } from '../../common/errors/error-code';
 import { basicClientId } from './client-credentials';
 
 /**
- * Brute-force protection of the login form and the token endpoint: RATE_LIMIT_AUTH_PER_MINUTE
- * attempts per client and address, then 429 `threshold_exceeded` with `Retry-After`.
+ * Brute-force protection of the login form, the token endpoint and the invite join form:
+ * RATE_LIMIT_AUTH_PER_MINUTE attempts per client and address (each endpoint counted apart), then
+ * 429 `threshold_exceeded` with `Retry-After`.
  */
 @Injectable()
 export class AuthAttemptsGuard extends ThrottlerGuard {

@@ -1,0 +1,57 @@
+import { DeveloperKind } from '../../src/developers/developer.entity';
+import { DevelopersService } from '../../src/developers/developers.service';
+import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
+
+const LIMIT = 3;
+
+/**
+ * Any developer can invite any address programmatically and so hold a code for it: without a
+ * limit, the join page's "sign in and join" form would be a password oracle for every account,
+ * beside the rate-limited login form.
+ */
+describe('the join page is rate limited like the login form', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_AUTH_PER_MINUTE: String(LIMIT) });
+  });
+  afterAll(() => t.close());
+
+  it('answers 429 threshold_exceeded with Retry-After once the attempts per minute are spent', async () => {
+    const victim = uniqueEmail('victim');
+    await t.app
+      .get(DevelopersService)
+      .create({ email: victim, kind: DeveloperKind.Human, password: 'the-right-password' });
+    const attacker = await createDeveloperWithToken(t.app);
+    const ws = (
+      await t.http
+        .post('/workspaces')
+        .set(attacker.auth)
+        .send({ name: `Oracle ${Date.now()}` })
+        .expect(201)
+    ).body;
+    const { code } = (
+      await t.http
+        .post(`/workspaces/${ws.slug}/invites`)
+        .set(attacker.auth)
+        .send({ email: victim, programmatic: true })
+        .expect(201)
+    ).body as { code: string };
+
+    for (let i = 0; i < LIMIT; i++) {
+      const guess = await t.http
+        .post('/invites/join')
+        .type('form')
+        .send({ code, password: `guess-${i}-wrong` });
+      expect(guess.status).toBe(401);
+    }
+    const throttled = await t.http.post('/invites/join').type('form').send({ code, password: 'the-right-password' });
+    expect(throttled.status).toBe(429);
+    expect(throttled.body).toEqual({ errorCode: 'threshold_exceeded', message: expect.any(String), statusCode: 429 });
+    expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
+    const joined = await t.dataSource.query(
+      'SELECT 1 FROM workspace_members m JOIN developers d ON d.id = m.developer_id WHERE m.workspace_id = $1 AND d.email = $2',
+      [ws.id, victim],
+    );
+    expect(joined).toEqual([]);
+  });
+});
