@@ -158,6 +158,8 @@ describe('dedicated compute', () => {
         [{ instanceSize: '', instanceName: 'x' }, /instanceSize must not be empty/],
         [{ instanceSize: 7, instanceName: 'x' }, /instanceSize must be a string/],
         [{ instanceSize: 'dc-small', instanceName: 'x', extra: true }, /property extra should not exist/],
+        // PostgreSQL text cannot hold NUL: refused at the edge, not a 500 from the insert.
+        [{ instanceSize: 'dc-small', instanceName: 'a\u0000b' }, /instanceName must not contain NUL characters/],
       ];
       for (const [body, message] of cases) {
         const res = await t.http.post(computePath(fresh)).set(auth).send(body).expect(400);
@@ -360,6 +362,7 @@ describe('dedicated compute', () => {
         [{ instanceSize: 'tiny' }, /^instanceSize "tiny" is not a compute type; use one of dc-small \(small\)/],
         [{ instanceName: '' }, /instanceName must be 1 to 512 characters long/],
         [{ instanceName: 'x'.repeat(513) }, /instanceName must be 1 to 512 characters long/],
+        [{ instanceName: '\u0000' }, /instanceName must not contain NUL characters/],
       ];
       for (const [body, message] of bad) {
         const res = await t.http.put(computePath(db, ready.instanceId)).set(auth).send(body).expect(400);

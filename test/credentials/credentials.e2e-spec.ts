@@ -310,6 +310,21 @@ describe('database credentials (real logins on the password-checking data plane)
       expect(res.body.errorCode).toBe('bad_request');
       expect(res.body.message).toMatch(/delayOldSecretsExpirationHours/);
     });
+
+    it('refuses a rotation reason PostgreSQL cannot store (NUL) with 400, before any role is made', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const res = await t.http
+        .post(`${credentialsPath(db)}/rotate`)
+        .set(auth)
+        .send({ delayOldSecretsExpirationHours: 1, reason: 'a\u0000b' })
+        .expect(400);
+      expect(res.body).toEqual({
+        errorCode: 'bad_request',
+        message: 'reason must not contain NUL characters',
+        statusCode: 400,
+      });
+      expect(await t.dataSource.query('SELECT id FROM credentials WHERE database_id = $1', [db.id])).toEqual([]);
+    });
   });
 
   describe('rotation', () => {

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Length, MinLength } from 'class-validator';
+import { IsString, Length, MinLength, NotContains } from 'class-validator';
 
 /** `CreateComputeInstanceRequest` of the published API. */
 export class CreateComputeInstanceDto {
@@ -16,5 +16,7 @@ export class CreateComputeInstanceDto {
   @ApiProperty({ minLength: 1, maxLength: 512, example: 'reporting' })
   @IsString()
   @Length(1, 512, { message: 'instanceName must be 1 to 512 characters long' })
+  // PostgreSQL text cannot hold NUL; refuse it here rather than fail the insert.
+  @NotContains('\u0000', { message: 'instanceName must not contain NUL characters' })
   instanceName!: string;
 }

@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Length, MinLength } from 'class-validator';
+import { IsOptional, IsString, Length, MinLength, NotContains } from 'class-validator';
 
 /** `UpdateComputeInstanceRequest` of the published API: give one or both fields. */
 export class UpdateComputeInstanceDto {
@@ -15,5 +15,7 @@ export class UpdateComputeInstanceDto {
   @IsOptional()
   @IsString()
   @Length(1, 512, { message: 'instanceName must be 1 to 512 characters long' })
+  // PostgreSQL text cannot hold NUL; refuse it here rather than fail the insert.
+  @NotContains('\u0000', { message: 'instanceName must not contain NUL characters' })
   instanceName?: string;
 }

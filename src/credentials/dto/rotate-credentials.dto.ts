@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min, NotContains } from 'class-validator';
 
 export class RotateCredentialsDto {
   /**
@@ -20,5 +20,7 @@ export class RotateCredentialsDto {
   @IsOptional()
   @IsString()
   @MaxLength(1000)
+  // PostgreSQL text cannot hold NUL: refuse it before a role is made for a rotation that cannot be recorded.
+  @NotContains('\u0000', { message: 'reason must not contain NUL characters' })
   reason?: string;
 }
