@@ -268,16 +268,30 @@ export class CredentialsService implements OnModuleInit {
     }
   }
 
-  /** Applies `VALID UNTIL` now and enqueues the job that drops the role at that moment. */
+  /**
+   * Applies `VALID UNTIL` at the credential's recorded expiry and enqueues the job that drops the
+   * role then. The expiry is read again with the database row locked (shared): rotations change it
+   * only while holding that lock exclusively, so the last `VALID UNTIL` applied is always the latest
+   * recorded moment, and an earlier rotation finishing late never puts its later moment back over
+   * the one a later rotation set (the sweep, reading a stale row, cannot either).
+   */
   private async scheduleExpiry(database: DatabaseEntity, credential: CredentialEntity): Promise<void> {
-    const at = credential.expiresAt;
+    const at = await this.dataSource.transaction(async (manager) => {
+      await this.databases.lock(manager, database.id, 'pessimistic_read');
+      const current = await manager.findOne(CredentialEntity, {
+        select: { id: true, expiresAt: true, dropped: true },
+        where: { id: credential.id },
+      });
+      if (!current?.expiresAt || current.dropped) return null;
+      try {
+        await this.dataPlane.expireLoginRole(database.region, credential.id, current.expiresAt);
+      } catch (err) {
+        // The job (or the sweep) drops the role at that moment anyway.
+        this.logger.warn({ credentialId: credential.id, err: messageOf(err) }, 'could not set VALID UNTIL yet');
+      }
+      return current.expiresAt;
+    });
     if (!at) return;
-    try {
-      await this.dataPlane.expireLoginRole(database.region, credential.id, at);
-    } catch (err) {
-      // The job (or the sweep) drops the role at that moment anyway.
-      this.logger.warn({ credentialId: credential.id, err: messageOf(err) }, 'could not set VALID UNTIL yet');
-    }
     await this.jobs.dispatch(
       Queues.CredentialExpiry,
       CredentialJobs.Expire,

@@ -1,5 +1,6 @@
 import { SecretBox } from '../../src/common/crypto/secret-box';
 import { CredentialsService } from '../../src/credentials/credentials.service';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { createDeveloperWithToken, eventually, reconcile, TestApp } from '../support/test-app';
@@ -463,6 +464,55 @@ describe('database credentials (real logins on the password-checking data plane)
       expect(rotation.new_credential_id).toBe(later.id);
       await expect(queryAs(db.dbHost!, later.id, later.password, 'SELECT 1')).resolves.toHaveLength(1);
       await expect(queryAs(db.dbHost!, earlier.id, earlier.password, 'SELECT 1')).rejects.toThrow();
+    });
+  });
+
+  describe('rotation racing another', () => {
+    it('an earlier rotation finishing late never puts back its later VALID UNTIL: PostgreSQL refuses the old password on time with no job running', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const original = await issue(db);
+      // No expiry job runs here: PostgreSQL alone must refuse the password at the recorded moment.
+      const queue = t.app.get(JobDispatcher).queue('credential-expiry');
+      await queue.pause(true);
+      const dataPlane = t.app.get(DataPlane);
+      const expireLoginRole = dataPlane.expireLoginRole.bind(dataPlane);
+      let reached!: () => void;
+      const atGate = new Promise<void>((resolve) => (reached = resolve));
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      // The first rotation (24 h) is held just before it tells PostgreSQL its moment...
+      const spy = jest.spyOn(dataPlane, 'expireLoginRole').mockImplementation(async (region, role, at) => {
+        if (role === original.id && at.getTime() > Date.now() + 3600 * 1000) {
+          reached();
+          await gate;
+        }
+        return expireLoginRole(region, role, at);
+      });
+      try {
+        const first = rotate(db, 24, 'first');
+        await atGate;
+        // ...while a second rotation expires every earlier credential at once.
+        const second = rotate(db, 0, 'second');
+        await Promise.race([second, new Promise((resolve) => setTimeout(resolve, 1000))]);
+        open();
+        const [, latest] = await Promise.all([first, second]);
+
+        const row = await credentialRow(original.id);
+        expect(new Date(row.expires_at!).getTime()).toBeLessThanOrEqual(Date.now());
+        const validUntil = await onDataPlane(async (c) => {
+          const { rows } = await c.query('SELECT rolvaliduntil FROM pg_roles WHERE rolname = $1', [original.id]);
+          return rows[0]?.rolvaliduntil as Date | undefined;
+        });
+        expect(validUntil?.getTime()).toBe(new Date(row.expires_at!).getTime());
+        await expect(queryAs(db.dbHost!, original.id, original.password, 'SELECT 1')).rejects.toThrow(
+          /password authentication failed/,
+        );
+        await expect(queryAs(db.dbHost!, latest.id, latest.password, 'SELECT 1')).resolves.toHaveLength(1);
+      } finally {
+        open();
+        spy.mockRestore();
+        await queue.resume(true);
+      }
     });
   });
 
