@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient } from 'pg';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
-import { assertCredentialRoleName, assertPhysicalName, ownerRoleName } from './physical-names';
+import { assertCredentialRoleName, assertPhysicalName, isCredentialRoleName, ownerRoleName } from './physical-names';
 
 interface PgError {
   code?: string;
@@ -118,7 +118,9 @@ export class DataPlane implements OnApplicationShutdown {
 
   /**
    * Drops a customer database and every role of it: its sessions are terminated (WITH FORCE), then
-   * each member of its owner role (the credentials), then the owner role. Idempotent.
+   * each credential role among the members of its owner role, then the owner role. Other members
+   * (a role an operator granted the owner role to, a previous admin) are not this database's to
+   * drop: they only lose the membership with the owner role. Idempotent.
    */
   async dropDatabase(region: Region, physical: string): Promise<void> {
     const owner = ownerRoleName(physical);
@@ -130,7 +132,7 @@ export class DataPlane implements OnApplicationShutdown {
           WHERE o.rolname = $1 AND r.rolname <> current_user AND NOT r.rolsuper`,
         [owner],
       );
-      for (const { rolname } of members.rows) {
+      for (const { rolname } of members.rows.filter((m) => isCredentialRoleName(m.rolname))) {
         await db.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
           rolname,
           TERMINATE_WAIT_MS,

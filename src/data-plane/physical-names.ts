@@ -22,7 +22,11 @@ export function assertPhysicalName(name: string): string {
 }
 
 /** Credential roles are named by the credential's id (a UUID), which is also the login user name. */
+export function isCredentialRoleName(name: string): boolean {
+  return UUID.test(name);
+}
+
 export function assertCredentialRoleName(name: string): string {
-  if (!UUID.test(name)) throw new Error(`not a credential role name: ${JSON.stringify(name)}`);
+  if (!isCredentialRoleName(name)) throw new Error(`not a credential role name: ${JSON.stringify(name)}`);
   return name;
 }

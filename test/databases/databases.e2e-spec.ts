@@ -505,6 +505,31 @@ describe('database lifecycle jobs', () => {
     for (const r of results) expect(r.body.deleted).toBe(new Date(row.deleted!).toISOString());
   });
 
+  it("finalization drops the credentials' roles and the owner role, never another role an operator made a member of the owner", async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { physical_name: physical } = await databaseRow(t, db.id);
+    const credential = await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200);
+    // e.g. a support role granted the owner role to look into a customer database
+    const support = `support_${unique()}`;
+    await onDataPlane(async (c) => {
+      await c.query(`CREATE ROLE ${c.escapeIdentifier(support)} NOLOGIN`);
+      await c.query(`GRANT ${c.escapeIdentifier(`${physical}_owner`)} TO ${c.escapeIdentifier(support)}`);
+    });
+    try {
+      await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+      await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+        db.id,
+      ]);
+      await expect(t.app.get(DatabaseLifecycle).finalize(db.id)).resolves.toBe(true);
+      expect(await physicalDatabaseExists(physical)).toBe(false);
+      expect(await roleExists(credential.body.id)).toBe(false);
+      expect(await roleExists(`${physical}_owner`)).toBe(false);
+      expect(await roleExists(support)).toBe(true);
+    } finally {
+      await onDataPlane((c) => c.query(`DROP ROLE IF EXISTS ${c.escapeIdentifier(support)}`));
+    }
+  });
+
   it('runs a provisioning job twice harmlessly', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const before = await databaseRow(t, db.id);
