@@ -37,9 +37,13 @@ export class DevelopersService {
 
   constructor(@InjectRepository(DeveloperEntity) private readonly developers: Repository<DeveloperEntity>) {}
 
-  /** Hot path (every authenticated request): one indexed lookup of three columns. */
-  findActive(id: string): Promise<Pick<DeveloperEntity, 'id' | 'email' | 'kind'> | null> {
-    return this.developers.findOne({ select: { id: true, email: true, kind: true }, where: { id, deleted: IsNull() } });
+  /**
+   * Hot path (every authenticated request): one indexed lookup of three columns. Inside a
+   * transaction, pass its `manager` (a second pool connection per transaction can exhaust the pool).
+   */
+  findActive(id: string, manager?: EntityManager): Promise<Pick<DeveloperEntity, 'id' | 'email' | 'kind'> | null> {
+    const repo = manager ? manager.getRepository(DeveloperEntity) : this.developers;
+    return repo.findOne({ select: { id: true, email: true, kind: true }, where: { id, deleted: IsNull() } });
   }
 
   /** Active developers by id (the order of the ids is kept). */

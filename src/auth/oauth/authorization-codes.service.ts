@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { EntityManager, Repository } from 'typeorm';
 import { randomToken, sha256 } from '../../common/crypto/tokens';
 import { AppConfig } from '../../config/app-config';
 import { AuthorizationCodeEntity } from './authorization-code.entity';
@@ -50,11 +50,14 @@ export class AuthorizationCodesService {
 
   /**
    * Consumes the code atomically: whatever the outcome of the checks that follow, it cannot be
-   * redeemed again, and a concurrent second redemption sees it as reused.
+   * redeemed again, and a concurrent second redemption sees it as reused. Inside the caller's
+   * transaction (`manager`), the row stays locked until it commits, so a concurrent second
+   * redemption waits and sees whatever the first one issued.
    */
-  async redeem(code: string): Promise<RedeemedCode> {
+  async redeem(code: string, manager?: EntityManager): Promise<RedeemedCode> {
     const codeHash = sha256(code);
-    const consumed = await this.codes
+    const codes = manager ? manager.getRepository(AuthorizationCodeEntity) : this.codes;
+    const consumed = await codes
       .createQueryBuilder()
       .update()
       .set({ consumedAt: () => 'now()' })
@@ -63,7 +66,7 @@ export class AuthorizationCodesService {
       .execute();
     const row = (consumed.raw as RawCode[])[0];
     if (!row) {
-      const exists = await this.codes.exists({ where: { codeHash } });
+      const exists = await codes.exists({ where: { codeHash } });
       return exists ? { status: 'reused', familyId: refreshFamilyOfCode(codeHash) } : { status: 'unknown' };
     }
     return {

@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ApiException } from '../../common/errors/api-exception';
 import { DeveloperKind } from '../../developers/developer.entity';
 import { DevelopersService } from '../../developers/developers.service';
 import { AccessTokens } from '../access-tokens';
-import { AuthorizationCodesService } from './authorization-codes.service';
+import { AuthorizationCodesService, RedeemedCode } from './authorization-codes.service';
 import { PresentedClient, presentedClient } from './client-credentials';
 import { ClientRecord, OAuthClientsService } from './oauth-clients.service';
 import { isWellFormedVerifier, verifierMatchesChallenge } from './pkce';
@@ -21,6 +24,37 @@ export interface TokenResponse {
 
 export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
 
+type CodeExchange =
+  | { redeemed: Exclude<RedeemedCode, { status: 'redeemed' }> }
+  | { redeemed: Extract<RedeemedCode, { status: 'redeemed' }>; refreshToken: string }
+  | { error: ApiException };
+
+/** Why a redeemed code buys no tokens for this request (RFC 6749 §4.1.3, RFC 7636 §4.6), or null. */
+function codeGrantProblem(
+  redeemed: Extract<RedeemedCode, { status: 'redeemed' }>,
+  client: ClientRecord,
+  redirectUri: string,
+  verifier: string | undefined,
+): ApiException | null {
+  const { grant } = redeemed;
+  if (grant.clientId !== client.clientId) {
+    return tokenError('invalid_grant', 'The authorization code was issued to another client');
+  }
+  if (redeemed.expired) return tokenError('invalid_grant', 'The authorization code has expired');
+  if (grant.redirectUri !== redirectUri) {
+    return tokenError('invalid_grant', 'redirect_uri differs from the one of the authorization request');
+  }
+  if (grant.codeChallenge) {
+    if (!verifier) return tokenError('invalid_grant', 'code_verifier is required (PKCE)');
+    if (!verifierMatchesChallenge(verifier, grant.codeChallenge)) {
+      return tokenError('invalid_grant', 'code_verifier does not match the code_challenge');
+    }
+  } else if (verifier) {
+    return tokenError('invalid_grant', 'code_verifier given, but the authorization request had no code_challenge');
+  }
+  return null;
+}
+
 /** `POST /oauth2/token`: client authentication, then one of the three grants. */
 @Injectable()
 export class TokenEndpointService {
@@ -30,6 +64,7 @@ export class TokenEndpointService {
     private readonly refreshTokens: RefreshTokensService,
     private readonly developers: DevelopersService,
     private readonly accessTokens: AccessTokens,
+    @InjectDataSource() private readonly dataSource: DataSource,
   ) {}
 
   async exchange(authorization: string | undefined, form: Record<string, string>): Promise<TokenResponse> {
@@ -72,36 +107,36 @@ export class TokenEndpointService {
     if (verifier !== undefined && !isWellFormedVerifier(verifier)) {
       throw tokenError('invalid_request', 'code_verifier must be 32 to 128 characters of A-Z a-z 0-9 - . _ ~');
     }
-    const redeemed = await this.codes.redeem(code);
-    if (redeemed.status === 'unknown') throw tokenError('invalid_grant', 'Unknown authorization code');
+    // Consuming the code and issuing its refresh token is one transaction: a replay racing this
+    // redemption waits for the code's row lock, then revokes a family that already holds the token.
+    // A failed check still commits the consumption (the code is spent either way), so checks
+    // return their error instead of throwing inside the transaction.
+    const outcome = await this.dataSource.transaction(async (manager): Promise<CodeExchange> => {
+      const redeemed = await this.codes.redeem(code, manager);
+      if (redeemed.status !== 'redeemed') return { redeemed };
+      const { grant } = redeemed;
+      const problem = codeGrantProblem(redeemed, client, redirectUri, verifier);
+      if (problem) return { error: problem };
+      if (!(await this.developers.findActive(grant.developerId, manager))) {
+        return { error: tokenError('invalid_grant', 'The developer no longer exists') };
+      }
+      const refreshToken = await this.refreshTokens.issue(
+        { familyId: redeemed.familyId, clientId: client.clientId, developerId: grant.developerId, scope: grant.scope },
+        manager,
+      );
+      return { redeemed, refreshToken };
+    });
+    if ('error' in outcome) throw outcome.error;
+    if ('refreshToken' in outcome) {
+      const { grant } = outcome.redeemed;
+      return this.respond(grant.developerId, client.clientId, grant.scope, outcome.refreshToken);
+    }
+    const { redeemed } = outcome;
     if (redeemed.status === 'reused') {
       await this.refreshTokens.revokeFamily(redeemed.familyId);
       throw tokenError('invalid_grant', 'The authorization code was already used; the tokens it granted are revoked');
     }
-    const { grant } = redeemed;
-    if (grant.clientId !== client.clientId) {
-      throw tokenError('invalid_grant', 'The authorization code was issued to another client');
-    }
-    if (redeemed.expired) throw tokenError('invalid_grant', 'The authorization code has expired');
-    if (grant.redirectUri !== redirectUri) {
-      throw tokenError('invalid_grant', 'redirect_uri differs from the one of the authorization request');
-    }
-    if (grant.codeChallenge) {
-      if (!verifier) throw tokenError('invalid_grant', 'code_verifier is required (PKCE)');
-      if (!verifierMatchesChallenge(verifier, grant.codeChallenge)) {
-        throw tokenError('invalid_grant', 'code_verifier does not match the code_challenge');
-      }
-    } else if (verifier) {
-      throw tokenError('invalid_grant', 'code_verifier given, but the authorization request had no code_challenge');
-    }
-    await this.activeDeveloper(grant.developerId);
-    const refreshToken = await this.refreshTokens.issue({
-      familyId: redeemed.familyId,
-      clientId: client.clientId,
-      developerId: grant.developerId,
-      scope: grant.scope,
-    });
-    return this.respond(grant.developerId, client.clientId, grant.scope, refreshToken);
+    throw tokenError('invalid_grant', 'Unknown authorization code');
   }
 
   private async refreshToken(client: ClientRecord, form: Record<string, string>): Promise<TokenResponse> {
