@@ -41,23 +41,32 @@ export class BillingRater implements OnModuleInit {
     return level === (SubscriptionLevel.Pro as string) ? this.config.env.PRO_MONTHLY_PRICE_USD : 0;
   }
 
-  /** Rates one workspace's month, accruing usage up to `now`; answers the lines written. */
-  async rate(workspaceId: string, month: BillingMonth, now = new Date()): Promise<RatedLine[]> {
-    const [periods, subscriptions] = await Promise.all([
-      this.usage.overlapping(workspaceId, month.start, month.end),
-      this.subscriptions.overlapping(workspaceId, month.start, month.end),
-    ]);
-    const lines = rateMonth({ month, now, periods, subscriptions, monthlyPrice: (level) => this.monthlyPrice(level) });
-    const column = <K extends keyof RatedLine>(key: K) => lines.map((line) => line[key]);
-    await this.dataSource.transaction(async (tx) => {
+  /**
+   * Rates one workspace's month, accruing usage up to `now` (by default the moment the month's lock
+   * is held); answers the lines written. The sources are read with the lock held, so ratings of one
+   * month apply in turn and the last one has read the latest sources: a rating that read them
+   * before another one rated (a slow billing job) can no longer write over it with stale lines.
+   */
+  async rate(workspaceId: string, month: BillingMonth, now?: Date): Promise<RatedLine[]> {
+    return this.dataSource.transaction(async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`billing:${workspaceId}:${month.ym}`]);
+      const periods = await this.usage.overlapping(workspaceId, month.start, month.end, tx);
+      const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end, tx);
+      const lines = rateMonth({
+        month,
+        now: now ?? new Date(),
+        periods,
+        subscriptions,
+        monthlyPrice: (level) => this.monthlyPrice(level),
+      });
+      const column = <K extends keyof RatedLine>(key: K) => lines.map((line) => line[key]);
       await tx.query(
         `DELETE FROM billing_rated_lines
           WHERE workspace_id = $1 AND ym = $2 AND component = ANY($3::text[])
             AND (component, source_id) NOT IN (SELECT c, s FROM unnest($4::text[], $5::text[]) AS l(c, s))`,
         [workspaceId, month.ym, ALL_BILLING_COMPONENTS, column('component'), column('sourceId')],
       );
-      if (!lines.length) return;
+      if (!lines.length) return lines;
       await tx.query(
         `INSERT INTO billing_rated_lines (workspace_id, ym, component, source_id, quantity, unit, unit_price, amount)
          SELECT $1, $2, l.c, l.s, l.q::numeric, l.u, l.p::numeric, l.a::numeric
@@ -78,8 +87,8 @@ export class BillingRater implements OnModuleInit {
           column('amount'),
         ],
       );
+      return lines;
     });
-    return lines;
   }
 
   /**

@@ -28,7 +28,8 @@ export class BillingService {
     if (month.start.getTime() > current.start.getTime()) {
       throw new ApiException(ErrorCode.BadRequest, `ym must not be later than the current month (${current.ym})`);
     }
-    await this.rater.rate(workspace.id, month, now);
+    // Accrued up to the moment the rating holds the month (a rating waiting for another rates after it).
+    await this.rater.rate(workspace.id, month);
     const rows = await this.dataSource.query<{ component: string; total: string }[]>(
       `SELECT component, ROUND(SUM(amount), 2)::text AS total
          FROM billing_rated_lines WHERE workspace_id = $1 AND ym = $2

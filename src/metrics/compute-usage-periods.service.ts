@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { EntityManager, Repository } from 'typeorm';
 import { ComputeUsagePeriodEntity } from '../compute/compute-usage-period.entity';
 
 /**
@@ -14,9 +14,9 @@ export class ComputeUsagePeriods {
     @InjectRepository(ComputeUsagePeriodEntity) private readonly periods: Repository<ComputeUsagePeriodEntity>,
   ) {}
 
-  /** The workspace's periods that overlap `[from, to)`, oldest first. */
-  overlapping(workspaceId: string, from: Date, to: Date): Promise<ComputeUsagePeriodEntity[]> {
-    return this.periods
+  /** The workspace's periods that overlap `[from, to)`, oldest first (within the caller's transaction, if given). */
+  overlapping(workspaceId: string, from: Date, to: Date, manager?: EntityManager): Promise<ComputeUsagePeriodEntity[]> {
+    return (manager?.getRepository(ComputeUsagePeriodEntity) ?? this.periods)
       .createQueryBuilder('p')
       .where('p.workspace_id = :workspaceId', { workspaceId })
       .andWhere('p.started_at < :to', { to })

@@ -128,9 +128,9 @@ export class SubscriptionsService {
     });
   }
 
-  /** The workspace's rows overlapping `[from, to)`, oldest first (what billing rates). */
-  overlapping(workspaceId: string, from: Date, to: Date): Promise<SubscriptionEntity[]> {
-    return this.subscriptions
+  /** The workspace's rows overlapping `[from, to)`, oldest first (what billing rates; within the caller's transaction, if given). */
+  overlapping(workspaceId: string, from: Date, to: Date, manager?: EntityManager): Promise<SubscriptionEntity[]> {
+    return (manager?.getRepository(SubscriptionEntity) ?? this.subscriptions)
       .createQueryBuilder('s')
       .where('s.workspace_id = :workspaceId', { workspaceId })
       .andWhere('s.valid_from < :to', { to })

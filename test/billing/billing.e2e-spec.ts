@@ -1,3 +1,6 @@
+import { BillingRater } from '../../src/billing/billing-rater.service';
+import { parseBillingMonth } from '../../src/billing/billing-month';
+import { ComputeUsagePeriods } from '../../src/metrics/compute-usage-periods.service';
 import { Auth, createWorkspace } from '../databases/support';
 import { insertPeriod } from '../metrics/usage-periods';
 import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
@@ -209,6 +212,53 @@ describe('billing totals', () => {
       statusCode: 400,
     });
     expect(await t.dataSource.query('SELECT 1 FROM billing_rated_lines WHERE workspace_id = $1', [ws.id])).toEqual([]);
+  });
+
+  it('a rating that read its sources before another rated never writes over it: the lines follow the latest sources', async () => {
+    const ws = await createWorkspace(t, auth);
+    const ym = '2025-05';
+    const first = await insertPeriod(t, {
+      workspaceId: ws.id,
+      startedAt: '2025-05-02T00:00:00Z',
+      endedAt: '2025-05-02T01:00:00Z',
+    });
+    const periods = t.app.get(ComputeUsagePeriods);
+    const overlapping = periods.overlapping.bind(periods);
+    let reached!: () => void;
+    const atGate = new Promise<void>((resolve) => (reached = resolve));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // A billing job reads the month's periods, then is slow to write its lines...
+    const spy = jest.spyOn(periods, 'overlapping').mockImplementationOnce(async (...args) => {
+      const read = await overlapping(...args);
+      reached();
+      await gate;
+      return read;
+    });
+    try {
+      const job = t.app.get(BillingRater).rate(ws.id, parseBillingMonth(ym)!);
+      await atGate;
+      // ...while a period is recorded and a request rates the month with it.
+      const second = await insertPeriod(t, {
+        workspaceId: ws.id,
+        startedAt: '2025-05-03T00:00:00Z',
+        endedAt: '2025-05-03T02:00:00Z',
+      });
+      const request = t.http
+        .get(totalsPath(ws.slug, ym))
+        .set(auth)
+        .then((r) => r);
+      // (It may wait for the job to finish; give it the time it would take otherwise.)
+      await Promise.race([request, new Promise((resolve) => setTimeout(resolve, 1000))]);
+      open();
+      const [, res] = await Promise.all([job, request]);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ ym, totals: { compute: 0.3, subscription: 0 } });
+      expect((await lines(ws.id, ym)).map((l) => l.source_id).sort()).toEqual([first.id, second.id].sort());
+    } finally {
+      open();
+      spy.mockRestore();
+    }
   });
 
   it('re-rates the current and previous month of active workspaces from the periodic billing job', async () => {
