@@ -189,27 +189,37 @@ export class DataPlane implements OnApplicationShutdown {
   async dropLoginRole(region: Region, physical: string, role: string): Promise<void> {
     assertCredentialRoleName(role);
     const owner = ownerRoleName(physical);
-    const admin = this.admin(region);
     const r = escapeIdentifier(role);
-    const exists = await this.ignoring([UNDEFINED_OBJECT], admin.query(`ALTER ROLE ${r} NOLOGIN`));
-    if (!exists) return;
-    await admin.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
-      role,
-      TERMINATE_WAIT_MS,
-    ]);
-    if (!(await this.databaseExists(region, physical))) {
-      // Its database (and with it everything the role owned there) is gone already.
-      await admin.query(`DROP ROLE IF EXISTS ${r}`);
-      return;
-    }
-    await this.withDatabase(region, physical, (db) =>
-      this.inTransaction(db, async () => {
-        const ownerExists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [owner]);
-        if (ownerExists.rowCount) await db.query(`REASSIGN OWNED BY ${r} TO ${db.escapeIdentifier(owner)}`);
-        await db.query(`DROP OWNED BY ${r}`);
-        await db.query(`DROP ROLE ${r}`);
-      }),
-    );
+    // Drops of one role (a DELETE, the expiry job, the sweep; in any process) take turns: PostgreSQL
+    // refuses concurrent changes of one role ("tuple concurrently updated"). The loser finds it gone.
+    await this.withAdmin(region, async (admin) => {
+      await admin.query('SELECT pg_advisory_lock(hashtext($1))', [`drop-role:${role}`]);
+      try {
+        const exists = await this.ignoring([UNDEFINED_OBJECT], admin.query(`ALTER ROLE ${r} NOLOGIN`));
+        if (!exists) return;
+        await admin.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
+          role,
+          TERMINATE_WAIT_MS,
+        ]);
+        const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [physical]);
+        if (!rowCount) {
+          // Its database (and with it everything the role owned there) is gone already.
+          await admin.query(`DROP ROLE IF EXISTS ${r}`);
+          return;
+        }
+        await this.withDatabase(region, physical, (db) =>
+          this.inTransaction(db, async () => {
+            const ownerExists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [owner]);
+            if (ownerExists.rowCount) await db.query(`REASSIGN OWNED BY ${r} TO ${db.escapeIdentifier(owner)}`);
+            await db.query(`DROP OWNED BY ${r}`);
+            await db.query(`DROP ROLE ${r}`);
+          }),
+        );
+      } finally {
+        // If the session broke, releasing it as broken ends the lock anyway; keep the first error.
+        await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [`drop-role:${role}`]).catch(() => undefined);
+      }
+    });
   }
 
   /**

@@ -198,6 +198,20 @@ describe('database credentials (real logins on the password-checking data plane)
       ).resolves.toEqual([{ v: 42, owner: expect.stringMatching(/_owner$/) }]);
     });
 
+    it('drops a role once even when two drops race (the loser finds it gone and is done)', async () => {
+      const cred = await issue(db);
+      const dataPlane = t.app.get(DataPlane);
+      const physical = (await t.dataSource.query('SELECT physical_name FROM databases WHERE id = $1', [db.id]))[0]
+        .physical_name as string;
+      await expect(
+        Promise.all([
+          dataPlane.dropLoginRole('AWS_US_WEST_2', physical, cred.id),
+          dataPlane.dropLoginRole('AWS_US_WEST_2', physical, cred.id),
+        ]),
+      ).resolves.toBeDefined();
+      expect(await roleExists(cred.id)).toBe(false);
+    });
+
     it('deletes: 204, the open session is terminated, the role is gone; unknown ids are 404', async () => {
       const cred = await issue(db);
       const session = await connectAs(db.dbHost!, cred.id, cred.password);
