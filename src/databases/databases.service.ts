@@ -138,11 +138,19 @@ export class DatabasesService {
     }
     const before = { id: database.id, name: database.name };
     if (newName !== database.name) {
+      let renamed;
       try {
-        await this.databases.update({ id: database.id }, { name: newName });
+        // Only while not queued for deletion: a delete committed since the read above wins.
+        renamed = await this.databases.update({ id: database.id, deleted: IsNull() }, { name: newName });
       } catch (err) {
         if (isUniqueViolation(err)) throw this.nameTaken(newName);
         throw err;
+      }
+      if (!renamed.affected) {
+        throw new ApiException(
+          ErrorCode.DbStatusFailure,
+          `Database ${name} is queued for deletion and cannot be renamed`,
+        );
       }
       database.name = newName;
     }

@@ -1,6 +1,8 @@
 import { Client } from 'pg';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
+import { DatabasesService } from '../../src/databases/databases.service';
+import { WorkspaceEntity } from '../../src/workspaces/workspace.entity';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
 import {
@@ -494,6 +496,29 @@ describe('database lifecycle jobs', () => {
       message: `Database ${db.name} is queued for deletion and cannot be renamed`,
       statusCode: 409,
     });
+  });
+
+  const workspaceEntity = (wsSlug: string) =>
+    t.dataSource.getRepository(WorkspaceEntity).findOneByOrFail({ slug: wsSlug });
+
+  it('refuses a rename that read the database before a delete committed (the delete wins)', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const path = `/workspaces/${slug}/databases/${db.name}`;
+    const service = t.app.get(DatabasesService);
+    const stale = await service.findOperable(await workspaceEntity(slug), db.name);
+    await t.http.delete(path).set(auth).expect(200);
+    const spy = jest.spyOn(service, 'findOperable').mockResolvedValueOnce(stale);
+    try {
+      const rename = await t.http
+        .put(path)
+        .set(auth)
+        .send({ name: `late_${unique()}` })
+        .expect(409);
+      expect(rename.body.errorCode).toBe('db_status_failure');
+    } finally {
+      spy.mockRestore();
+    }
+    expect((await databaseRow(t, db.id)).name).toBe(db.name);
   });
 
   it('deletes concurrently once: every answer carries the one recorded deletion time', async () => {
