@@ -248,11 +248,15 @@ describe('dedicated compute', () => {
       );
     });
 
-    it('refuses a window that is not ISO 8601 or ends before it starts', async () => {
+    it('refuses a window that is not ISO 8601 with a time zone, or ends before it starts', async () => {
+      const MUST_BE_DATE_TIME =
+        'must be an ISO 8601 date-time with a time zone, from 1970 on, e.g. 2025-03-01T12:00:00Z';
       const db = await createReadyDatabase(t, auth, slug);
       const cases: [Record<string, string>, string][] = [
-        [{ start: 'yesterday' }, 'start must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z'],
-        [{ end: '2025-13-45T00:00:00Z' }, 'end must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z'],
+        [{ start: 'yesterday' }, `start ${MUST_BE_DATE_TIME}`],
+        [{ end: '2025-13-45T00:00:00Z' }, `end ${MUST_BE_DATE_TIME}`],
+        // Without a zone the moment would depend on the server's local time.
+        [{ start: '2025-01-31T12:00:00' }, `start ${MUST_BE_DATE_TIME}`],
         [{ start: '2025-02-01T00:00:00Z', end: '2025-01-01T00:00:00Z' }, 'start must not be after end'],
       ];
       for (const [query, message] of cases) {

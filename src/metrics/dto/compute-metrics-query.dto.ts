@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional } from 'class-validator';
-import { IsIsoDateTime } from '../iso-date-time';
+import { IsIsoDateTime } from '../../common/http/iso-date-time';
 
 export class ComputeMetricsQueryDto {
   /** Start of the window (ISO 8601 date-time with a time zone); default: 24 hours before `end`. */

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsOptional } from 'class-validator';
-import { IsIsoDateTime } from '../../metrics/iso-date-time';
+import { IsIsoDateTime } from '../../common/http/iso-date-time';
 import { ALL_SUBSCRIPTION_LEVELS, LEVEL_MESSAGE, normalizeLevel, SubscriptionLevel } from '../subscription-level';
 
 /** Changes the level of the current subscription, now or at a future moment. */

@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional } from 'class-validator';
-import { IsIsoDateTime } from '../../metrics/iso-date-time';
+import { IsIsoDateTime } from '../../common/http/iso-date-time';
 
 export class CloseSubscriptionQueryDto {
   /** When the subscription ends (ISO 8601 date-time with a time zone, not in the past); now when omitted. */
