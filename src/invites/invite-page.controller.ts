@@ -13,6 +13,8 @@ import { InvitesService } from './invites.service';
 /**
  * The page behind the e-mailed join link: a person without an account chooses a password (which
  * creates a HUMAN developer), one with an account enters theirs; either way they join the workspace.
+ * Creating an account needs the link's proof of having received the e-mail, not just the code (a
+ * programmatic invite gives the code to the inviter, who must not be able to claim the address).
  */
 @ApiExcludeController()
 @Public()
@@ -24,11 +26,19 @@ export class InvitePageController {
   ) {}
 
   @Get('accept')
-  async page(@Query('code') code: string | undefined, @Res() res: Response): Promise<void> {
+  async page(
+    @Query('code') code: string | undefined,
+    @Query('proof') proof: string | undefined,
+    @Res() res: Response,
+  ): Promise<void> {
     try {
       const invite = await this.invites.findByCode(String(code ?? ''));
       const hasAccount = !!(await this.developers.findActiveByEmail(invite.email));
-      this.render(res, 200, this.form(invite.workspace!.name, invite.email, String(code), hasAccount));
+      if (!hasAccount && !this.invites.hasEmailProof(String(code), typeof proof === 'string' ? proof : undefined)) {
+        return this.render(res, 403, this.openTheEmail(invite.email));
+      }
+      const form = this.form(invite.workspace!.name, invite.email, String(code), hasAccount, undefined, proof);
+      this.render(res, 200, form);
     } catch (err) {
       this.renderError(res, err);
     }
@@ -49,12 +59,19 @@ export class InvitePageController {
     }
     const workspaceName = invite.workspace!.name;
     const existing = await this.developers.findActiveByEmail(invite.email);
+    if (!existing && !this.invites.hasEmailProof(body.code, body.proof)) {
+      return this.render(res, 403, this.openTheEmail(invite.email));
+    }
     try {
       const developer = existing
         ? await this.developers.authenticate(invite.email, body.password)
         : await this.developers.create({ email: invite.email, kind: DeveloperKind.Human, password: body.password });
       if (!developer) {
-        return this.render(res, 401, this.form(workspaceName, invite.email, body.code, true, 'Wrong password.'));
+        return this.render(
+          res,
+          401,
+          this.form(workspaceName, invite.email, body.code, true, 'Wrong password.', body.proof),
+        );
       }
       const workspace = await this.invites.accept(developer, body.code);
       this.render(
@@ -70,12 +87,19 @@ export class InvitePageController {
       this.render(
         res,
         err.getStatus(),
-        this.form(workspaceName, invite.email, body.code, !!existing, err.body.message),
+        this.form(workspaceName, invite.email, body.code, !!existing, err.body.message, body.proof),
       );
     }
   }
 
-  private form(workspaceName: string, email: string, code: string, hasAccount: boolean, error?: string): string {
+  private form(
+    workspaceName: string,
+    email: string,
+    code: string,
+    hasAccount: boolean,
+    error?: string,
+    proof?: string,
+  ): string {
     const title = `Join ${workspaceName}`;
     const lead = hasAccount
       ? `Sign in as <strong>${escapeHtml(email)}</strong> to join.`
@@ -86,10 +110,18 @@ export class InvitePageController {
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
 <form method="post" action="/invites/join">
 <input type="hidden" name="code" value="${escapeHtml(code)}">
+${proof ? `<input type="hidden" name="proof" value="${escapeHtml(proof)}">` : ''}
 <label for="password">${hasAccount ? 'Password' : 'New password'}</label>
 <input id="password" name="password" type="password" autocomplete="${hasAccount ? 'current-password' : 'new-password'}" required>
 <button type="submit">${hasAccount ? 'Sign in and join' : 'Create account and join'}</button>
 </form>`,
+    );
+  }
+
+  private openTheEmail(email: string): string {
+    return htmlPage(
+      'Open the link from the invitation e-mail',
+      `<p class="error" role="alert">To create an account for ${escapeHtml(email)}, open the link from the invitation e-mail sent to that address.</p>`,
     );
   }
 

@@ -183,7 +183,8 @@ export class InvitesService implements OnModuleInit {
           })
           .getOne();
         if (!invite?.codeCiphertext) return 'skipped';
-        const link = `${this.config.publicUrl}/invites/accept?code=${encodeURIComponent(this.secrets.open(invite.codeCiphertext))}`;
+        const code = this.secrets.open(invite.codeCiphertext);
+        const link = `${this.config.publicUrl}/invites/accept?code=${encodeURIComponent(code)}&proof=${this.emailProof(code)}`;
         const workspaceName = invite.workspace!.name;
         await this.mailer.send({
           to: invite.email,
@@ -219,6 +220,19 @@ export class InvitesService implements OnModuleInit {
       );
       throw err;
     }
+  }
+
+  /**
+   * What the e-mailed link carries besides the code: proof that its holder received the invitation
+   * e-mail. A programmatic invite hands the bare code to the inviter, so the code alone must not be
+   * enough to create an account for the invitee's address.
+   */
+  emailProof(code: string): string {
+    return this.secrets.mac('invite-email', code);
+  }
+
+  hasEmailProof(code: string, proof: string | undefined): boolean {
+    return !!proof && this.secrets.verifyMac('invite-email', code, proof);
   }
 
   private dispatchEmail(inviteId: string, redispatch = false): Promise<boolean> {

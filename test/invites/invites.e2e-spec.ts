@@ -62,7 +62,9 @@ describe('invites', () => {
     expect(created.body.code).toBeUndefined();
 
     const mail = await eventually(() => Promise.resolve(smtp.messagesTo(inviteeEmail)[0]));
-    const link = /http:\/\/cp\.test:3000\/invites\/accept\?code=([A-Za-z0-9_-]+)/.exec(mail.decoded);
+    const link = /http:\/\/cp\.test:3000(\/invites\/accept\?code=([A-Za-z0-9_-]+)&proof=[A-Za-z0-9_-]+)/.exec(
+      mail.decoded,
+    );
     expect(link).not.toBeNull();
     const row = await eventually(async () => {
       const r = await inviteRow(created.body.id);
@@ -70,13 +72,13 @@ describe('invites', () => {
     });
     expect(row.email_sent_at).not.toBeNull();
     expect(row.code_ciphertext).toBeNull();
-    expect(row.code_hash).not.toBe(link![1]);
+    expect(row.code_hash).not.toBe(link![2]);
 
-    const page = await t.http.get(`/invites/accept?code=${link![1]}`).expect(200);
+    const page = await t.http.get(link![1]).expect(200);
     expect(page.text).toContain(ws.name);
 
     const invitee = await createDeveloperWithToken(t.app, { email: inviteeEmail });
-    const joined = await t.http.post('/invites/accept').set(invitee.auth).send({ code: link![1] }).expect(200);
+    const joined = await t.http.post('/invites/accept').set(invitee.auth).send({ code: link![2] }).expect(200);
     expect(joined.body).toMatchObject({ id: ws.id, slug: ws.slug });
     await t.http.get(`/workspaces/${ws.slug}`).set(invitee.auth).expect(200);
     expect((await inviteRow(created.body.id)).state).toBe('VERIFIED');
@@ -86,7 +88,7 @@ describe('invites', () => {
       .expect(200);
     expect(list.body.map((i: { id: string }) => i.id)).toEqual([created.body.id]);
 
-    const again = await t.http.post('/invites/accept').set(invitee.auth).send({ code: link![1] }).expect(400);
+    const again = await t.http.post('/invites/accept').set(invitee.auth).send({ code: link![2] }).expect(400);
     expect(again.body.message).toMatch(/already been used/);
     expect(smtp.messagesTo(inviteeEmail)).toHaveLength(1);
   });

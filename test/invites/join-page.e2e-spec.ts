@@ -1,3 +1,4 @@
+import { InvitesService } from '../../src/invites/invites.service';
 import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
 
 describe('the join page behind the e-mailed link', () => {
@@ -23,7 +24,10 @@ describe('the join page behind the e-mailed link', () => {
         .send({ email, programmatic: true })
         .expect(201)
     ).body;
-    return { ws, code: inv.code as string, inviteId: inv.id as string };
+    const code = inv.code as string;
+    // What the e-mailed link carries besides the code (the e-mail itself is tested in invites.e2e-spec).
+    const proof = t.app.get(InvitesService).emailProof(code);
+    return { ws, code, proof, inviteId: inv.id as string };
   }
 
   const members = (workspaceId: string) =>
@@ -34,19 +38,21 @@ describe('the join page behind the e-mailed link', () => {
 
   it('lets a person without an account choose a password, creating a HUMAN developer who joins', async () => {
     const email = uniqueEmail('newbie');
-    const { ws, code, inviteId } = await invite(email);
-    const page = await t.http.get('/invites/accept').query({ code }).expect(200);
+    const { ws, code, proof, inviteId } = await invite(email);
+    const page = await t.http.get('/invites/accept').query({ code, proof }).expect(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.text).toContain('Create account and join');
     expect(page.text).toContain('name="password"');
 
-    const short = await t.http.post('/invites/join').type('form').send({ code, password: 'short' }).expect(400);
+    expect(page.text).toContain(`name="proof" value="${proof}"`);
+
+    const short = await t.http.post('/invites/join').type('form').send({ code, proof, password: 'short' }).expect(400);
     expect(short.text).toContain('password');
 
     const done = await t.http
       .post('/invites/join')
       .type('form')
-      .send({ code, password: 'a long enough password' })
+      .send({ code, proof, password: 'a long enough password' })
       .expect(200);
     expect(done.text).toContain(`You joined ${ws.name}`);
     const [dev] = await t.dataSource.query('SELECT kind, password_hash FROM developers WHERE email = $1', [email]);
@@ -59,10 +65,11 @@ describe('the join page behind the e-mailed link', () => {
 
   it('asks a person with an account for their password and refuses a wrong one', async () => {
     const email = uniqueEmail('known');
+    const first = await invite(email);
     await t.http
       .post('/invites/join')
       .type('form')
-      .send({ code: (await invite(email)).code, password: 'first password here' })
+      .send({ code: first.code, proof: first.proof, password: 'first password here' })
       .expect(200);
     const { ws, code } = await invite(email);
     const page = await t.http.get('/invites/accept').query({ code }).expect(200);
@@ -83,9 +90,35 @@ describe('the join page behind the e-mailed link', () => {
     expect(unknown.text).toContain('cannot be used');
     expect(unknown.text).not.toContain('<form');
     const email = uniqueEmail('used');
-    const { code } = await invite(email);
-    await t.http.post('/invites/join').type('form').send({ code, password: 'a long enough password' }).expect(200);
+    const { code, proof } = await invite(email);
+    await t.http
+      .post('/invites/join')
+      .type('form')
+      .send({ code, proof, password: 'a long enough password' })
+      .expect(200);
     const used = await t.http.get('/invites/accept').query({ code }).expect(400);
     expect(used.text).toContain('already been used');
+  });
+
+  it('never creates an account from a bare code: only the e-mailed link (with its proof) can', async () => {
+    const email = uniqueEmail('claimed');
+    const { code, proof } = await invite(email); // the inviter holds the bare code of a programmatic invite
+    const page = await t.http.get('/invites/accept').query({ code }).expect(403);
+    expect(page.text).toContain('open the link from the invitation e-mail');
+    expect(page.text).not.toContain('<form');
+    for (const forged of [undefined, 'forged', `${proof}x`]) {
+      const res = await t.http
+        .post('/invites/join')
+        .type('form')
+        .send({ code, password: 'the inviter chose this', ...(forged === undefined ? {} : { proof: forged }) })
+        .expect(403);
+      expect(res.text).toContain('open the link from the invitation e-mail');
+    }
+    expect(await t.dataSource.query('SELECT id FROM developers WHERE email = $1', [email])).toEqual([]);
+    await t.http
+      .post('/invites/join')
+      .type('form')
+      .send({ code, proof, password: 'the invitee chose this' })
+      .expect(200);
   });
 });

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
 
 /**
@@ -32,5 +32,26 @@ export class SecretBox {
     decipher.setAAD(Buffer.from(id));
     decipher.setAuthTag(Buffer.from(tag, 'base64'));
     return Buffer.concat([decipher.update(Buffer.from(data, 'base64')), decipher.final()]).toString('utf8');
+  }
+
+  /**
+   * A MAC of `value` for `purpose` (HMAC-SHA-256 with the first key), to prove later that a value came
+   * from this service (e.g. that a link came from an e-mail it sent).
+   */
+  mac(purpose: string, value: string): string {
+    return this.hmac(this.keys[0].key, purpose, value);
+  }
+
+  /** Whether `mac` is a MAC of `value` for `purpose` under any configured key. */
+  verifyMac(purpose: string, value: string, mac: string): boolean {
+    const given = Buffer.from(mac, 'base64url');
+    return this.keys.some(({ key }) => {
+      const expected = Buffer.from(this.hmac(key, purpose, value), 'base64url');
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
+  }
+
+  private hmac(key: Buffer, purpose: string, value: string): string {
+    return createHmac('sha256', key).update(`${purpose}\0${value}`).digest('base64url');
   }
 }

@@ -1,4 +1,4 @@
-import { IsString, MaxLength } from 'class-validator';
+import { IsOptional, IsString, MaxLength } from 'class-validator';
 
 /** The join page's form (application/x-www-form-urlencoded). */
 export class JoinFormDto {
@@ -9,4 +9,10 @@ export class JoinFormDto {
   @IsString()
   @MaxLength(1024)
   password!: string;
+
+  /** From the e-mailed link: needed to create an account (signing in needs only the password). */
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  proof?: string;
 }
