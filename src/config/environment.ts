@@ -122,10 +122,6 @@ export class EnvironmentVariables {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
-  @Transform(toBool)
-  @IsBoolean()
-  LOG_PRETTY = false;
-
   /** RS256 private key (PEM) that signs access tokens. Required in production. */
   @IsOptional()
   @IsString()

@@ -17,7 +17,11 @@ export class Mailer implements OnApplicationShutdown {
   private readonly transport: Transporter;
 
   constructor(private readonly config: AppConfig) {
-    this.transport = createTransport(config.env.SMTP_URL, { from: config.env.MAIL_FROM });
+    // Bounded waits: the invite e-mail job holds the invite's row lock while sending.
+    this.transport = createTransport(
+      { url: config.env.SMTP_URL, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 },
+      { from: config.env.MAIL_FROM },
+    );
   }
 
   async send(mail: OutgoingMail): Promise<void> {

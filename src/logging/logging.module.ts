@@ -33,7 +33,6 @@ export const REDACTED_PATHS = [
       useFactory: (config: AppConfig) => ({
         pinoHttp: {
           level: config.env.LOG_LEVEL,
-          transport: config.env.LOG_PRETTY ? { target: 'pino-pretty' } : undefined,
           redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
           genReqId: (req, res) => {
             const given = req.headers['x-request-id'];

@@ -43,7 +43,9 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
       try {
         await task();
       } catch (err) {
-        this.logger.error({ err, task: name }, 'reconcile task failed');
+        // The message and stack only: a failed query's error also carries its parameters.
+        const error = err instanceof Error ? { message: err.message, stack: err.stack } : { message: String(err) };
+        this.logger.error({ err: error, task: name }, 'reconcile task failed');
       }
     }
   }

@@ -34,7 +34,6 @@ describe('secrets stay secret (logs, responses, stored forms)', () => {
         PUBLIC_URL: baseUrl,
         JWT_ISSUER: baseUrl,
         LOG_LEVEL: 'trace',
-        LOG_PRETTY: 'false',
         WORKERS: 'off',
         QUEUE_PREFIX: `secrets-${randomBytes(4).toString('hex')}`,
         RATE_LIMIT_AUTH_PER_MINUTE: '1000',
