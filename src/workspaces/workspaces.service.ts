@@ -106,7 +106,16 @@ export class WorkspacesService {
       if (!(await members.existsBy({ workspaceId: workspace.id, developerId }))) {
         throw new ApiException(ErrorCode.EntityNotFound, 'No such developer in this workspace');
       }
-      if ((await members.countBy({ workspaceId: workspace.id })) === 1) {
+      const others = await members
+        .createQueryBuilder('m')
+        .innerJoin('m.developer', 'd')
+        .where('m.workspace_id = :workspaceId AND m.developer_id <> :developerId AND d.deleted IS NULL', {
+          workspaceId: workspace.id,
+          developerId,
+        })
+        .getCount();
+      // Deleted developers do not count: they can no longer use the workspace.
+      if (others === 0) {
         throw new ApiException(ErrorCode.ForbiddenOperation, 'The last member of a workspace cannot be removed');
       }
       await members.delete({ workspaceId: workspace.id, developerId });
@@ -144,17 +153,15 @@ export class WorkspacesService {
       created: Date;
     };
     for (const row of await query.getRawMany<Row>()) {
-      result
-        .get(row.member_id)
-        ?.push(
-          this.workspaces.create({
-            id: row.id,
-            name: row.name,
-            slug: row.slug,
-            billingCustomerId: row.billing_customer_id,
-            created: row.created,
-          }),
-        );
+      result.get(row.member_id)?.push(
+        this.workspaces.create({
+          id: row.id,
+          name: row.name,
+          slug: row.slug,
+          billingCustomerId: row.billing_customer_id,
+          created: row.created,
+        }),
+      );
     }
     return result;
   }

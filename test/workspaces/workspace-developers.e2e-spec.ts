@@ -87,6 +87,16 @@ describe('developers of a workspace', () => {
     await t.http.get(`/workspaces/${ws.slug}`).set(me.auth).expect(200);
   });
 
+  it('refuses to remove the last active member even when deleted developers remain members', async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const gone = await createDeveloperWithToken(t.app);
+    const ws = await workspaceWith(me, gone);
+    await t.dataSource.query('UPDATE developers SET deleted = now() WHERE id = $1', [gone.developer.id]);
+    const res = await t.http.delete(`/workspaces/${ws.slug}/developers/${me.developer.id}`).set(me.auth).expect(403);
+    expect(res.body.errorCode).toBe('forbidden_operation');
+    await t.http.get(`/workspaces/${ws.slug}`).set(me.auth).expect(200);
+  });
+
   it('answers 404 for a developer who is not a member, or an id that is not one', async () => {
     const me = await createDeveloperWithToken(t.app);
     const stranger = await createDeveloperWithToken(t.app);
