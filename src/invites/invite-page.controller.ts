@@ -5,7 +5,6 @@ import { AuthAttemptsGuard } from '../auth/oauth/auth-attempts.guard';
 import { Public } from '../auth/public.decorator';
 import { ApiException } from '../common/errors/api-exception';
 import { escapeHtml, htmlPage } from '../common/http/html';
-import { DeveloperKind } from '../developers/developer.entity';
 import { DevelopersService } from '../developers/developers.service';
 import { JoinFormDto } from './dto/join-form.dto';
 import { InvitesService } from './invites.service';
@@ -63,17 +62,21 @@ export class InvitePageController {
       return this.render(res, 403, this.openTheEmail(invite.email));
     }
     try {
-      const developer = existing
-        ? await this.developers.authenticate(invite.email, body.password)
-        : await this.developers.create({ email: invite.email, kind: DeveloperKind.Human, password: body.password });
-      if (!developer) {
-        return this.render(
-          res,
-          401,
-          this.form(workspaceName, invite.email, body.code, true, 'Wrong password.', body.proof),
-        );
+      let joined: { developer: { email: string }; workspace: { name: string } };
+      if (existing) {
+        const developer = await this.developers.authenticate(invite.email, body.password);
+        if (!developer) {
+          return this.render(
+            res,
+            401,
+            this.form(workspaceName, invite.email, body.code, true, 'Wrong password.', body.proof),
+          );
+        }
+        joined = { developer, workspace: await this.invites.accept(developer, body.code) };
+      } else {
+        joined = await this.invites.acceptAsNewDeveloper(body.code, body.password);
       }
-      const workspace = await this.invites.accept(developer, body.code);
+      const { developer, workspace } = joined;
       this.render(
         res,
         200,

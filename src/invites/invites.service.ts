@@ -1,6 +1,6 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Brackets, DataSource, QueryFailedError, SelectQueryBuilder } from 'typeorm';
+import { Brackets, DataSource, EntityManager, QueryFailedError, SelectQueryBuilder } from 'typeorm';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { randomToken, sha256 } from '../common/crypto/tokens';
 import { SecretBox } from '../common/crypto/secret-box';
@@ -9,6 +9,8 @@ import { ErrorCode } from '../common/errors/error-code';
 import { escapeHtml } from '../common/http/html';
 import { isUuid } from '../common/http/uuid';
 import { AppConfig } from '../config/app-config';
+import { DeveloperKind } from '../developers/developer.entity';
+import { DeveloperIdentity, DevelopersService } from '../developers/developers.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Queues } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
@@ -39,6 +41,7 @@ export class InvitesService implements OnModuleInit {
     private readonly reconciler: Reconciler,
     private readonly workspaces: WorkspacesService,
     private readonly mailer: Mailer,
+    private readonly developers: DevelopersService,
   ) {}
 
   onModuleInit(): void {
@@ -142,6 +145,28 @@ export class InvitesService implements OnModuleInit {
    * (case-insensitive). The invite row is locked so a code is used once.
    */
   async accept(developer: Pick<AuthenticatedDeveloper, 'id' | 'email'>, code: string): Promise<WorkspaceResponse> {
+    return this.acceptAs(code, () => Promise.resolve(developer));
+  }
+
+  /**
+   * Creates the invitee's HUMAN account with `password` and joins, in one transaction: if joining
+   * fails, no account is left behind.
+   */
+  acceptAsNewDeveloper(
+    code: string,
+    password: string,
+  ): Promise<{ developer: DeveloperIdentity; workspace: WorkspaceResponse }> {
+    let created: DeveloperIdentity | undefined;
+    return this.acceptAs(code, async (invite, tx) => {
+      created = await this.developers.create({ email: invite.email, kind: DeveloperKind.Human, password }, tx);
+      return created;
+    }).then((workspace) => ({ developer: created!, workspace }));
+  }
+
+  private async acceptAs(
+    code: string,
+    developerFor: (invite: InviteEntity, tx: EntityManager) => Promise<Pick<AuthenticatedDeveloper, 'id' | 'email'>>,
+  ): Promise<WorkspaceResponse> {
     const { workspace } = await this.findByCode(code);
     return this.dataSource.transaction(async (tx) => {
       const invite = await tx
@@ -150,12 +175,14 @@ export class InvitesService implements OnModuleInit {
         .setLock('pessimistic_write')
         .where('i.code_hash = :hash', { hash: sha256(code) })
         .getOne();
-      if (!invite)
+      if (!invite) {
         throw new ApiException(
           ErrorCode.EntityNotFound,
           'Invite not found: the code is wrong or the invite was deleted',
         );
+      }
       this.assertUsable(invite);
+      const developer = await developerFor(invite, tx);
       if (invite.email !== developer.email.toLowerCase()) {
         throw new ApiException(ErrorCode.ForbiddenOperation, 'This invite was sent to another e-mail address');
       }

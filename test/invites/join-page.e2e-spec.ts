@@ -121,4 +121,24 @@ describe('the join page behind the e-mailed link', () => {
       .send({ code, proof, password: 'the invitee chose this' })
       .expect(200);
   });
+
+  it('leaves no account behind when joining fails after the account was made (the invite vanished meanwhile)', async () => {
+    const email = uniqueEmail('vanished');
+    const { code, proof, inviteId } = await invite(email);
+    const invites = t.app.get(InvitesService);
+    const stale = await invites.findByCode(code);
+    await t.dataSource.query('DELETE FROM invites WHERE id = $1', [inviteId]);
+    const spy = jest.spyOn(invites, 'findByCode').mockResolvedValue(stale);
+    try {
+      const res = await t.http
+        .post('/invites/join')
+        .type('form')
+        .send({ code, proof, password: 'a long enough password' })
+        .expect(404);
+      expect(res.text).toContain('Invite not found');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await t.dataSource.query('SELECT id FROM developers WHERE email = $1', [email])).toEqual([]);
+  });
 });
