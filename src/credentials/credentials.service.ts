@@ -2,9 +2,10 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { isUUID } from 'class-validator';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
+import { DataSource, EntityManager, In, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
+import type { Region } from '../config/regions';
 import { SecretBox } from '../common/crypto/secret-box';
 import { randomToken } from '../common/crypto/tokens';
 import { DataPlane } from '../data-plane/data-plane.service';
@@ -173,9 +174,98 @@ export class CredentialsService implements OnModuleInit {
 
   /**
    * One reconcile pass: drops every credential whose expiry has passed (its job may be lost), and
-   * for those still waiting re-asserts `VALID UNTIL` and re-enqueues their job (duplicates collapse).
+   * for those still waiting re-asserts `VALID UNTIL` and re-enqueues their job (duplicates collapse);
+   * then drops orphan credential roles (see dropOrphanRoles).
    */
   async sweep(now = new Date()): Promise<void> {
+    await this.sweepExpiries(now);
+    await this.dropOrphanRoles();
+  }
+
+  /**
+   * Drops credential roles a failed create left behind: on each region's server, the UUID-named
+   * members of the owner roles of this deployment's live (not finalized) databases that have no
+   * `credentials` row. Nothing else is ever touched: not roles outside those owner roles, not the
+   * owner roles (their names are not UUIDs), not roles with a row (even a dropped one).
+   *
+   * A create makes its role on the data plane before its row commits, while holding the database
+   * row lock (shared) from before the role exists until its transaction ends. So a role seen without
+   * a row is only a candidate: it is dropped only after taking that row lock exclusively (which waits
+   * for every create in flight on the database to commit or roll back, and keeps new ones out) and
+   * finding, in a fresh statement, still no row. Then no row for it can appear anymore: its create
+   * rolled back (its own cleanup drop may race ours; drops take turns and are idempotent). Returns
+   * how many roles were dropped.
+   */
+  async dropOrphanRoles(): Promise<number> {
+    const live = await this.dataSource.getRepository(DatabaseEntity).find({
+      select: { id: true, region: true, physicalName: true },
+      where: { finalized: IsNull() },
+    });
+    const byRegion = new Map<Region, DatabaseEntity[]>();
+    for (const database of live) {
+      const list = byRegion.get(database.region) ?? [];
+      list.push(database);
+      byRegion.set(database.region, list);
+    }
+    let dropped = 0;
+    for (const [region, databases] of byRegion) {
+      let members: { physical: string; role: string }[];
+      try {
+        members = await this.dataPlane.credentialRoleMembers(
+          region,
+          databases.map((d) => d.physicalName),
+        );
+      } catch (err) {
+        this.logger.warn({ region, err: messageOf(err) }, 'could not look for orphan credential roles');
+        continue;
+      }
+      if (members.length === 0) continue;
+      const known = new Set(
+        (await this.credentials.find({ select: { id: true }, where: { id: In(members.map((m) => m.role)) } })).map(
+          (c) => c.id,
+        ),
+      );
+      const candidates = new Map<string, string[]>();
+      for (const { physical, role } of members) {
+        if (known.has(role)) continue;
+        const roles = candidates.get(physical) ?? [];
+        roles.push(role);
+        candidates.set(physical, roles);
+      }
+      for (const database of databases) {
+        const roles = candidates.get(database.physicalName);
+        if (!roles) continue;
+        try {
+          dropped += await this.dropOrphansOf(database.id, roles);
+        } catch (err) {
+          this.logger.error(
+            { databaseId: database.id, err: messageOf(err) },
+            'orphan credential roles could not be dropped',
+          );
+        }
+      }
+    }
+    return dropped;
+  }
+
+  /** Drops those of `roles` that still have no row, with the database row locked exclusively. */
+  private dropOrphansOf(databaseId: string, roles: string[]): Promise<number> {
+    return this.dataSource.transaction(async (manager) => {
+      const database = await this.databases.lock(manager, databaseId, 'pessimistic_write');
+      if (!database || database.finalized) return 0;
+      const rows = await manager.find(CredentialEntity, { select: { id: true }, where: { id: In(roles) } });
+      const known = new Set(rows.map((c) => c.id));
+      let dropped = 0;
+      for (const role of roles.filter((r) => !known.has(r))) {
+        await this.dataPlane.dropLoginRole(database.region, database.physicalName, role);
+        this.logger.warn({ databaseId, role }, 'orphan credential role dropped (a failed create left it behind)');
+        dropped += 1;
+      }
+      return dropped;
+    });
+  }
+
+  private async sweepExpiries(now: Date): Promise<void> {
     const overdue = await this.credentials.find({
       select: { id: true },
       where: { dropped: IsNull(), expiresAt: LessThanOrEqual(now) },

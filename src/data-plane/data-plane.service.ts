@@ -174,6 +174,27 @@ export class DataPlane implements OnApplicationShutdown {
     });
   }
 
+  /**
+   * The credential-looking roles (UUID names, not superusers, not the admin itself) that are members
+   * of the owner roles of the given physical databases on the region's server, with the database
+   * each belongs to. Roles that are members of no owner role named here are never listed, and owner
+   * roles are never credential-looking (their names are not UUIDs).
+   */
+  async credentialRoleMembers(region: Region, physicals: string[]): Promise<{ physical: string; role: string }[]> {
+    if (physicals.length === 0) return [];
+    const byOwner = new Map(physicals.map((p) => [ownerRoleName(p), p]));
+    const { rows } = await this.admin(region).query<{ role: string; owner: string }>(
+      `SELECT r.rolname AS role, o.rolname AS owner FROM pg_auth_members m
+         JOIN pg_roles r ON r.oid = m.member JOIN pg_roles o ON o.oid = m.roleid
+        WHERE o.rolname = ANY($1) AND r.rolname <> current_user AND NOT r.rolsuper
+        ORDER BY 2, 1`,
+      [[...byOwner.keys()]],
+    );
+    return rows
+      .filter((r) => isCredentialRoleName(r.role) && byOwner.has(r.owner))
+      .map((r) => ({ physical: byOwner.get(r.owner)!, role: r.role }));
+  }
+
   /** Sets the moment PostgreSQL stops accepting the role's password. False when the role is gone. */
   async expireLoginRole(region: Region, role: string, at: Date): Promise<boolean> {
     const sql = `ALTER ROLE ${escapeIdentifier(assertCredentialRoleName(role))} VALID UNTIL ${escapeLiteral(at.toISOString())}`;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { SecretBox } from '../../src/common/crypto/secret-box';
 import { CredentialsService } from '../../src/credentials/credentials.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
@@ -527,6 +528,105 @@ describe('database credentials (real logins on the password-checking data plane)
         spy.mockRestore();
         await queue.resume(true);
       }
+    });
+  });
+
+  describe('orphan roles (the role was made, its row never committed, the cleanup failed)', () => {
+    const members = (owner: string) =>
+      onDataPlane(async (c) => {
+        const { rows } = await c.query<{ rolname: string }>(
+          `SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member
+             JOIN pg_roles o ON o.oid = m.roleid WHERE o.rolname = $1 ORDER BY 1`,
+          [owner],
+        );
+        return rows.map((r) => r.rolname);
+      });
+
+    it('the sweep drops a credential-looking member of a managed owner role that has no row, and nothing else', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const physical = (await databaseRow(t, db.id)).physical_name;
+      const owner = `${physical}_owner`;
+      const kept = await issue(db);
+      const dataPlane = t.app.get(DataPlane);
+      const box = t.app.get(SecretBox);
+      // A create whose metadata insert fails and whose cleanup drop fails as well.
+      let orphan: string | undefined;
+      const create = jest.spyOn(dataPlane, 'createLoginRole').mockImplementationOnce(async (...args) => {
+        orphan = args[2];
+        return DataPlane.prototype.createLoginRole.apply(dataPlane, args);
+      });
+      const seal = jest.spyOn(box, 'seal').mockImplementationOnce(() => {
+        throw new Error('metadata insert failed');
+      });
+      const drop = jest
+        .spyOn(dataPlane, 'dropLoginRole')
+        .mockImplementationOnce(() => Promise.reject(new Error('data plane unreachable')));
+      try {
+        await t.http.post(credentialsPath(db)).set(auth).expect(500);
+      } finally {
+        create.mockRestore();
+        seal.mockRestore();
+        drop.mockRestore();
+      }
+      expect(orphan).toMatch(/^[0-9a-f-]{36}$/);
+      expect(await roleExists(orphan!)).toBe(true);
+      expect(await t.dataSource.query('SELECT id FROM credentials WHERE id = $1', [orphan])).toEqual([]);
+
+      // Roles the sweep must leave alone: a uuid-named role that is no member of any owner role,
+      // and one that is a member of an owner role this deployment does not manage.
+      const loner = randomUUID();
+      const foreignOwner = `${process.env.DATA_PLANE_NAME_PREFIX!}foreign_${unique()}_owner`;
+      const foreignMember = randomUUID();
+      await onDataPlane(async (c) => {
+        await c.query(`CREATE ROLE ${c.escapeIdentifier(loner)} LOGIN`);
+        await c.query(`CREATE ROLE ${c.escapeIdentifier(foreignOwner)} NOLOGIN`);
+        await c.query(
+          `CREATE ROLE ${c.escapeIdentifier(foreignMember)} LOGIN IN ROLE ${c.escapeIdentifier(foreignOwner)}`,
+        );
+      });
+      try {
+        await reconcile(t.app);
+        expect(await roleExists(orphan!)).toBe(false);
+        expect(await members(owner)).toEqual([kept.id]);
+        expect(await roleExists(owner)).toBe(true);
+        await expect(queryAs(db.dbHost!, kept.id, kept.password, 'SELECT 1')).resolves.toHaveLength(1);
+        expect(await roleExists(loner)).toBe(true);
+        expect(await roleExists(foreignOwner)).toBe(true);
+        expect(await roleExists(foreignMember)).toBe(true);
+        // Another pass finds nothing more to do.
+        await reconcile(t.app);
+        expect(await members(owner)).toEqual([kept.id]);
+      } finally {
+        await onDataPlane(async (c) => {
+          for (const role of [loner, foreignMember, foreignOwner])
+            await c.query(`DROP ROLE IF EXISTS ${c.escapeIdentifier(role)}`);
+        });
+      }
+    });
+
+    it('never drops the role of a create still in flight (made on the data plane, its row not yet committed)', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const dataPlane = t.app.get(DataPlane);
+      const service = t.app.get(CredentialsService);
+      let sweep: Promise<void> | undefined;
+      let made: string | undefined;
+      const create = jest.spyOn(dataPlane, 'createLoginRole').mockImplementationOnce(async (...args) => {
+        await DataPlane.prototype.createLoginRole.apply(dataPlane, args);
+        made = args[2];
+        // The sweep runs while the role exists and its row is not committed yet.
+        sweep = service.sweep();
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      });
+      let cred: Issued;
+      try {
+        cred = await issue(db);
+      } finally {
+        create.mockRestore();
+      }
+      expect(cred.id).toBe(made);
+      await sweep;
+      expect(await roleExists(cred.id)).toBe(true);
+      await expect(queryAs(db.dbHost!, cred.id, cred.password, 'SELECT 1')).resolves.toHaveLength(1);
     });
   });
 
