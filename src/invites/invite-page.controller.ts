@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { AuthAttemptsGuard } from '../auth/oauth/auth-attempts.guard';
 import { Public } from '../auth/public.decorator';
 import { ApiException } from '../common/errors/api-exception';
-import { escapeHtml, htmlPage } from '../common/http/html';
+import { escapeHtml, htmlPage, pageCsp } from '../common/http/html';
 import { DevelopersService } from '../developers/developers.service';
 import { JoinFormDto } from './dto/join-form.dto';
 import { InvitesService } from './invites.service';
@@ -138,6 +138,11 @@ ${proof ? `<input type="hidden" name="proof" value="${escapeHtml(proof)}">` : ''
   }
 
   private render(res: Response, status: number, html: string): void {
-    res.status(status).type('html').setHeader('Cache-Control', 'no-store').send(html);
+    res
+      .status(status)
+      .type('html')
+      .setHeader('Cache-Control', 'no-store')
+      .setHeader('Content-Security-Policy', pageCsp(res.req.secure))
+      .send(html);
   }
 }

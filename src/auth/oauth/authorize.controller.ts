@@ -6,7 +6,8 @@ import { Public } from '../public.decorator';
 import { AuthAttemptsGuard } from './auth-attempts.guard';
 import { AuthorizationCodesService } from './authorization-codes.service';
 import { AuthorizationRequestsService, ValidAuthorizationRequest } from './authorization-requests.service';
-import { loginPageCsp, renderErrorPage, renderLoginPage } from './login-page';
+import { pageCsp } from '../../common/http/html';
+import { renderErrorPage, renderLoginPage } from './login-page';
 
 /**
  * The authorization endpoint (RFC 6749 §4.1 with PKCE): a login page for people, redirecting back
@@ -73,7 +74,7 @@ function sendPage(req: Request, res: Response, status: number, html: string): vo
     .set({
       'Content-Type': 'text/html; charset=utf-8',
       'Cache-Control': 'no-store',
-      'Content-Security-Policy': loginPageCsp(req.secure),
+      'Content-Security-Policy': pageCsp(req.secure),
       'X-Frame-Options': 'DENY',
     })
     .send(html);
