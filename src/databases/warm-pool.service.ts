@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { EntityManager, Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
@@ -23,6 +23,7 @@ export class WarmPool {
   private readonly logger = new Logger(WarmPool.name);
 
   constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(PooledDatabaseEntity) private readonly pooled: Repository<PooledDatabaseEntity>,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
@@ -70,27 +71,38 @@ export class WarmPool {
   /**
    * Brings the region's pool up to the target: finishes entries a crash left half-built, then
    * builds new ones. A failed build is cleaned up and recorded on its row; the job retries.
+   *
+   * Refills of one region take turns (Bull may re-run a stalled refill while the first run is still
+   * going): the whole refill runs on one metadata connection holding a session-level advisory lock
+   * for the region, so a run never builds, or cleans up after, an entry another run is working on
+   * (and then drops a database that run has marked ready). A waiting run starts once the other is
+   * done and finds the pool full. Every metadata write of a run goes through that connection, so a
+   * run whose connection (and with it the lock) is lost cannot mark anything ready, and records a
+   * failure before it drops the half-made database.
    */
   async refill(region: Region): Promise<void> {
     if (this.target <= 0) return;
-    for (const entry of await this.pooled.find({ where: { region, ready: false }, order: { created: 'ASC' } })) {
-      await this.build(entry);
-    }
-    let count = await this.pooled.countBy({ region });
-    while (count < this.target) {
-      const id = randomUUID();
-      const entry = await this.pooled.save(
-        this.pooled.create({
-          id,
-          region,
-          physicalName: physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
-          ready: false,
-          lastError: null,
-        }),
-      );
-      await this.build(entry);
-      count = await this.pooled.countBy({ region });
-    }
+    await this.exclusively(region, async (manager) => {
+      const pooled = manager.getRepository(PooledDatabaseEntity);
+      for (const entry of await pooled.find({ where: { region, ready: false }, order: { created: 'ASC' } })) {
+        await this.build(pooled, entry);
+      }
+      let count = await pooled.countBy({ region });
+      while (count < this.target) {
+        const id = randomUUID();
+        const entry = await pooled.save(
+          pooled.create({
+            id,
+            region,
+            physicalName: physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
+            ready: false,
+            lastError: null,
+          }),
+        );
+        await this.build(pooled, entry);
+        count = await pooled.countBy({ region });
+      }
+    });
   }
 
   /** Ready entries per region (for operators and tests). */
@@ -98,21 +110,40 @@ export class WarmPool {
     return this.pooled.countBy({ region, ready: true });
   }
 
-  private async build(entry: PooledDatabaseEntity): Promise<void> {
+  /** Runs `work` on one metadata connection holding the region's refill lock (see refill). */
+  private async exclusively(region: Region, work: (manager: EntityManager) => Promise<void>): Promise<void> {
+    const key = `warm-pool-refill:${region}`;
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
+      try {
+        await work(runner.manager);
+      } finally {
+        await runner.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => undefined);
+      }
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private async build(pooled: Repository<PooledDatabaseEntity>, entry: PooledDatabaseEntity): Promise<void> {
     try {
       await this.dataPlane.buildDatabase(entry.region, entry.physicalName);
       if (!(await this.dataPlane.isDatabaseHardened(entry.region, entry.physicalName))) {
         throw new Error('the built database failed verification (owner or CONNECT privilege wrong)');
       }
-      await this.pooled.update({ id: entry.id }, { ready: true, lastError: null });
+      await pooled.update({ id: entry.id }, { ready: true, lastError: null });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.logger.error(
         { errorCode: ErrorCode.DbCreationFailure, region: entry.region, pooledId: entry.id, err: message },
         'warm-pool database could not be built',
       );
+      // Recorded on the locked connection first: if that fails, the lock may be gone and another
+      // run may own the entry now, so its database is left alone (a later refill finishes it).
+      await pooled.update({ id: entry.id }, { lastError: message });
       await this.dataPlane.dropDatabase(entry.region, entry.physicalName).catch(() => undefined);
-      await this.pooled.update({ id: entry.id }, { lastError: message });
       throw err;
     }
   }

@@ -1,5 +1,10 @@
 import { Client } from 'pg';
+import { randomUUID } from 'node:crypto';
+import { AppConfig } from '../../src/config/app-config';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { physicalDatabaseName } from '../../src/data-plane/physical-names';
 import { migrateDatabase } from '../../src/database/data-source-options';
+import { PooledDatabaseEntity } from '../../src/databases/pooled-database.entity';
 import { WarmPool } from '../../src/databases/warm-pool.service';
 import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
 import { Auth, createWorkspace, databaseRow, onDataPlane, unique, waitForStatus } from './support';
@@ -102,6 +107,51 @@ describe('warm pool', () => {
       physical.add((await databaseRow(t, ready.id)).physical_name);
     }
     expect(physical.size).toBe(4);
+  });
+
+  it('runs refills of one region in turn: a re-run of a stalled refill never drops a database the other made ready', async () => {
+    await eventually(
+      async () => (await pool.readyCount('AWS_US_WEST_2')) === 2 && (await pool.readyCount('AWS_EU_CENTRAL_1')) === 2,
+      60000,
+    );
+    // An entry a crashed refill left half-built: both runs find it.
+    const id = randomUUID();
+    const physical = physicalDatabaseName(t.app.get(AppConfig).env.DATA_PLANE_NAME_PREFIX, id);
+    await t.dataSource
+      .getRepository(PooledDatabaseEntity)
+      .insert({ id, region: 'AWS_US_WEST_2', physicalName: physical, ready: false, lastError: null });
+    const dataPlane = t.app.get(DataPlane);
+    const build = dataPlane.buildDatabase.bind(dataPlane);
+    let calls = 0;
+    // The first build of the entry succeeds; a second one (the other run) fails once the first
+    // run has marked the entry ready, so that run cleans up what it thinks is its half-made database.
+    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementation(async (region, name, options) => {
+      if (name !== physical) return build(region, name, options);
+      calls += 1;
+      if (calls === 1) return build(region, name, options);
+      await eventually(
+        async () => (await pooledRows('AWS_US_WEST_2')).some((p) => p.physical_name === physical && p.ready),
+        10000,
+      );
+      throw new Error('simulated failure of the second build');
+    });
+    try {
+      await Promise.allSettled([pool.refill('AWS_US_WEST_2'), pool.refill('AWS_US_WEST_2')]);
+    } finally {
+      spy.mockRestore();
+    }
+    const rows = await pooledRows('AWS_US_WEST_2');
+    expect(rows.find((p) => p.physical_name === physical)?.ready).toBe(true);
+    for (const entry of rows.filter((p) => p.ready)) {
+      expect({
+        entry: entry.physical_name,
+        exists: await dataPlane.databaseExists('AWS_US_WEST_2', entry.physical_name),
+      }).toEqual({
+        entry: entry.physical_name,
+        exists: true,
+      });
+      expect(await dataPlane.isDatabaseHardened('AWS_US_WEST_2', entry.physical_name)).toBe(true);
+    }
   });
 
   it('is off with a target of 0: nothing is taken from it', async () => {
