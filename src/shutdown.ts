@@ -10,6 +10,11 @@ export function closeOnSignals(app: INestApplicationContext, logger: LoggerServi
     if (closing) return;
     closing = true;
     logger.log(`${signal} received: shutting down`);
+    // Connections being closed may fail a last in-flight command; that must not turn a clean
+    // shutdown into a crash.
+    process.on('unhandledRejection', (reason) => {
+      logger.warn(`ignored during shutdown: ${String(reason)}`);
+    });
     const force = setTimeout(() => process.exit(1), 30000);
     force.unref();
     app.close().then(

@@ -44,9 +44,24 @@ export class QueuesModule implements OnApplicationShutdown {
     // doing so), then make sure nothing is left connected or reconnecting.
     const closing = Promise.all(ALL_QUEUES.map((name) => this.jobs.queue(name).close()));
     await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
-    for (const client of redisClients) {
-      client.disconnect();
-      redisClients.delete(client);
-    }
+    await Promise.all([...redisClients].map((client) => closeClient(client)));
   }
+}
+
+/**
+ * Closes one Redis connection without failing commands still in flight (a delayed-job timer's
+ * query, say): a ready connection gets QUIT, which Redis answers after the pending replies; only
+ * what is still open after a moment (or never connected) is cut.
+ */
+async function closeClient(client: Redis): Promise<void> {
+  redisClients.delete(client);
+  if (client.status === 'end') return;
+  if (client.status === 'ready') {
+    await Promise.race([
+      client.quit().catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, 1000).unref()),
+    ]);
+  }
+  // (the status may have changed while QUIT was under way)
+  if ((client.status as string) !== 'end') client.disconnect();
 }
