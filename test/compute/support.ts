@@ -76,7 +76,10 @@ export async function connectionLimit(t: TestApp, databaseId: string): Promise<n
   });
 }
 
-/** Polls the API until the instance has this status; returns its representation. */
+/**
+ * Polls the API until the instance has this status; returns its representation. Generous: the
+ * compute-lifecycle queue runs one provisioning job at a time and CI runs two spec files at once.
+ */
 export function waitForInstance(
   t: TestApp,
   auth: Auth,
@@ -88,5 +91,5 @@ export function waitForInstance(
   return eventually(async () => {
     const res = await t.http.get(`/workspaces/${slug}/databases/${databaseName}/compute/${instanceId}`).set(auth);
     return res.status === 200 && res.body.status === status ? (res.body as InstanceBody) : null;
-  });
+  }, 60000);
 }

@@ -27,6 +27,8 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     QUEUE_PREFIX: `test-${process.env.TEST_RUN_ID ?? 'x'}-${randomBytes(4).toString('hex')}`,
     RECONCILE_INTERVAL_SECONDS: '3600',
+    // Background jobs and requests share an app's pool; two spec files run at once in CI.
+    DATABASE_POOL_SIZE: '8',
     JOB_BACKOFF_MS: '200',
     ...env,
   };
