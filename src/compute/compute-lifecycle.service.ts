@@ -13,15 +13,12 @@ import { computeJobFor } from './compute-jobs';
 import { ComputeTypeEntity } from './compute-type.entity';
 import { ComputeUsagePeriodEntity } from './compute-usage-period.entity';
 import { connectionLimitFor } from './connection-envelope';
+import { messageOf } from '../common/errors/message-of';
 
 const SWEEP_BATCH = 500;
 
 type Outcome = { ok: true } | { ok: false; error: Error };
 const OK: Outcome = { ok: true };
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /** The data plane refused (or could not be reached); the job retries with backoff. */
 class DataPlaneRefused extends Error {}

@@ -1,6 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { isUUID } from 'class-validator';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager, In, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
@@ -22,14 +21,12 @@ import { CredentialRotationEntity } from './credential-rotation.entity';
 import { CredentialEntity } from './credential.entity';
 import { CreateCredentialResponse, CredentialResponse } from './credential.response';
 import type { RotateCredentialsDto } from './dto/rotate-credentials.dto';
+import { messageOf } from '../common/errors/message-of';
+import { isUuid } from '../common/http/uuid';
 
 const SWEEP_BATCH = 500;
 /** 32 random bytes, base64url: 43 characters, 256 bits. */
 const PASSWORD_BYTES = 32;
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 interface Issued<T> {
   credential: CredentialEntity;
@@ -86,7 +83,7 @@ export class CredentialsService implements OnModuleInit {
   /** Terminates the credential's sessions and drops its role (what it owned goes to the owner role). */
   async delete(workspace: WorkspaceEntity, databaseName: string, credentialId: string): Promise<void> {
     const database = await this.databases.findOperable(workspace, databaseName);
-    const credential = isUUID(credentialId)
+    const credential = isUuid(credentialId)
       ? await this.credentials.findOne({ where: { id: credentialId, databaseId: database.id, dropped: IsNull() } })
       : null;
     if (!credential) {

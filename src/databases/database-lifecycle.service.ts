@@ -10,14 +10,11 @@ import { DatabaseFinalizers } from './database-finalizers';
 import { DatabaseJobs, provisionJobId } from './database-jobs';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { WarmPool } from './warm-pool.service';
+import { messageOf } from '../common/errors/message-of';
 
 const SWEEP_BATCH = 500;
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * Moves databases through their life on the data plane: REQUESTED -> (build) -> BUILT ->

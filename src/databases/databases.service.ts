@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager, In, IsNull, QueryFailedError, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
-import { isUUID } from 'class-validator';
 import { AppConfig } from '../config/app-config';
 import { regionId } from '../config/regions';
 import { DataPlane } from '../data-plane/data-plane.service';
@@ -21,6 +20,7 @@ import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
 import type { CreateDatabaseDto } from './dto/create-database.dto';
 import { DEFAULT_DATABASE_PAGE } from './dto/list-databases-query.dto';
 import { WarmPool } from './warm-pool.service';
+import { isUuid } from '../common/http/uuid';
 
 export interface DatabasePage {
   items: DatabaseResponse[];
@@ -187,7 +187,7 @@ export class DatabasesService {
 
   /** `GET /databases/{id}` (the database's apiHost): for members of its workspace only. */
   async getVisible(id: string, developerId: string): Promise<DatabaseResponse> {
-    const database = isUUID(id)
+    const database = isUuid(id)
       ? await this.databases.findOne({ where: { id, finalized: IsNull() }, relations: { workspace: true } })
       : null;
     if (!database?.workspace || !(await this.workspaces.isMember(database.workspaceId, developerId))) {
