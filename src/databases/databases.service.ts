@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager, In, IsNull, QueryFailedError, Repository } from 'typeorm';
+import { DataSource, EntityManager, In, IsNull, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
@@ -21,15 +21,12 @@ import type { CreateDatabaseDto } from './dto/create-database.dto';
 import { DEFAULT_DATABASE_PAGE } from './dto/list-databases-query.dto';
 import { WarmPool } from './warm-pool.service';
 import { isUuid } from '../common/http/uuid';
+import { isUniqueViolation } from '../common/errors/unique-violation';
 
 export interface DatabasePage {
   items: DatabaseResponse[];
   /** Cursor of the next page, when more remain. */
   next?: string;
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '23505';
 }
 
 /**

@@ -1,11 +1,12 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Brackets, DataSource, EntityManager, QueryFailedError, SelectQueryBuilder } from 'typeorm';
+import { Brackets, DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { randomToken, sha256 } from '../common/crypto/tokens';
 import { SecretBox } from '../common/crypto/secret-box';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
+import { isUniqueViolation } from '../common/errors/unique-violation';
 import { escapeHtml } from '../common/http/html';
 import { isUuid } from '../common/http/uuid';
 import { AppConfig } from '../config/app-config';
@@ -85,7 +86,7 @@ export class InvitesService implements OnModuleInit {
         );
       })
       .catch((err: unknown) => {
-        if (err instanceof QueryFailedError && (err.driverError as { code?: string }).code === '23505') {
+        if (isUniqueViolation(err)) {
           throw new ApiException(
             ErrorCode.DuplicateEntity,
             `An invite for ${email} to this workspace is already pending`,
