@@ -1,6 +1,6 @@
 /**
  * One Jest run covers unit specs (src/**\/*.spec.ts) and e2e specs (test/**\/*.e2e-spec.ts).
- * NestJS 12 and a few other dependencies ship as native ES modules. Node 20 loads them from
+ * NestJS 12 and a few other dependencies ship as native ES modules. Node 24 loads them from
  * CommonJS through require(esm), but Jest's own module loader cannot, so SWC compiles those
  * packages to CommonJS on the fly (cached after the first run).
  */
