@@ -1,6 +1,7 @@
-import { HttpException, ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, HttpException, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ApiException } from '../errors/api-exception';
 import { ErrorCode } from '../errors/error-code';
+import { jsonShapeProblem } from './json-shape';
 
 function flatten(errors: ValidationError[], parent = ''): string[] {
   return errors.flatMap((e) => {
@@ -18,6 +19,18 @@ function flatten(errors: ValidationError[], parent = ''): string[] {
  * on a lone UTF-16 surrogate) has met a value it cannot read: that is the caller's bad request.
  */
 class EdgeValidationPipe extends ValidationPipe {
+  /**
+   * Bodies and queries are measured before anything recursive reads them: too deep a nesting or a
+   * prototype key is the caller's bad request, whatever the route's parameter type.
+   */
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'body' || metadata.type === 'query') {
+      const problem = jsonShapeProblem(value);
+      if (problem) throw new ApiException(ErrorCode.BadRequest, problem);
+    }
+    return super.transform(value, metadata);
+  }
+
   protected override async validate(...args: Parameters<ValidationPipe['validate']>): Promise<ValidationError[]> {
     try {
       return await super.validate(...args);
