@@ -44,6 +44,21 @@ describe('environment validation', () => {
     expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['PORT', 'REDIS_URL', 'WORKERS']);
   });
 
+  it('takes the OAuth issuer from PUBLIC_URL when JWT_ISSUER is not set', () => {
+    expect(validateEnvironment({ PUBLIC_URL: 'http://127.0.0.1:3900' }).JWT_ISSUER).toBe('http://127.0.0.1:3900');
+    expect(validateEnvironment({ PUBLIC_URL: 'https://cp.example/' }).JWT_ISSUER).toBe('https://cp.example');
+    expect(validateEnvironment({}).JWT_ISSUER).toBe('http://localhost:3000');
+    expect(
+      validateEnvironment({ PUBLIC_URL: 'https://cp.example', JWT_ISSUER: 'https://cp.example/' }).JWT_ISSUER,
+    ).toBe('https://cp.example');
+  });
+
+  it('refuses a JWT_ISSUER that is not PUBLIC_URL (RFC 8414 clients would refuse discovery)', () => {
+    const problems = problemsOf({ PUBLIC_URL: 'http://127.0.0.1:3900', JWT_ISSUER: 'http://localhost:3000' });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^JWT_ISSUER: must be PUBLIC_URL \(http:\/\/127\.0\.0\.1:3900\)/);
+  });
+
   it('requires the signing and encryption secrets in production', () => {
     const problems = problemsOf({ NODE_ENV: 'production' });
     expect(problems).toEqual([

@@ -141,9 +141,12 @@ export class EnvironmentVariables {
   @IsString()
   SECRETS_FILE = '.secrets/development.json';
 
+  /**
+   * `iss` of access tokens and the OAuth issuer. Defaults to PUBLIC_URL, and may only repeat it:
+   * RFC 8414 clients refuse discovery when the issuer is not where the metadata is served.
+   */
   @IsString()
-  @MinLength(1)
-  JWT_ISSUER = 'http://localhost:3000';
+  JWT_ISSUER = '';
 
   @IsString()
   @MinLength(1)
@@ -264,6 +267,13 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
     const problem = credentialKeysProblem(env.CREDENTIAL_ENCRYPTION_KEYS);
     if (problem) problems.push(`CREDENTIAL_ENCRYPTION_KEYS: ${problem}`);
   }
+  const publicUrl = env.PUBLIC_URL.replace(/\/+$/, '');
+  if (!env.JWT_ISSUER) env.JWT_ISSUER = publicUrl;
+  else if (env.JWT_ISSUER.replace(/\/+$/, '') !== publicUrl) {
+    problems.push(
+      `JWT_ISSUER: must be PUBLIC_URL (${publicUrl}), where the OAuth metadata is served (RFC 8414 §3.3); leave it unset to follow PUBLIC_URL`,
+    );
+  } else env.JWT_ISSUER = publicUrl;
   if (problems.length) throw new InvalidEnvironmentError(problems);
   return env;
 }

@@ -129,11 +129,14 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** The whole app listening on a real port, its public URL and issuer being that address. */
+/**
+ * The whole app listening on a real port, its public URL being that address. Only PUBLIC_URL is
+ * set: the issuer follows it, as a standard client's discovery requires.
+ */
 export async function listeningApp(env: Record<string, string> = {}): Promise<TestApp & { baseUrl: string }> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const t = await createTestApp({ PUBLIC_URL: baseUrl, JWT_ISSUER: baseUrl, ...GENEROUS_LIMIT, ...env });
+  const t = await createTestApp({ PUBLIC_URL: baseUrl, ...GENEROUS_LIMIT, ...env });
   await t.app.listen(port, '127.0.0.1');
   return { ...t, baseUrl };
 }
