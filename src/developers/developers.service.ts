@@ -4,7 +4,7 @@ import { isEmail } from 'class-validator';
 import { EntityManager, In, IsNull, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
-import { hashSecret, verifySecret } from '../common/crypto/password-hasher';
+import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
 import { randomToken } from '../common/crypto/tokens';
 import { DeveloperEntity, DeveloperKind } from './developer.entity';
 
@@ -111,7 +111,16 @@ export class DevelopersService {
     const stored = developer?.passwordHash ?? (await this.decoy());
     const matches = await verifySecret(password, stored);
     if (!developer || !developer.passwordHash || developer.kind !== DeveloperKind.Human || !matches) return null;
+    if (needsRehash(developer.passwordHash)) await this.rehash(developer.id, developer.passwordHash, password);
     return { id: developer.id, email: developer.email, kind: developer.kind };
+  }
+
+  /**
+   * Upgrades a hash made with older parameters, now that the password is known to be right. Only
+   * if the stored hash is still the one checked: a password changed meanwhile wins.
+   */
+  private async rehash(id: string, checked: string, password: string): Promise<void> {
+    await this.developers.update({ id, passwordHash: checked }, { passwordHash: await hashSecret(password) });
   }
 
   private decoy(): Promise<string> {
