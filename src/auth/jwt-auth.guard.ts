@@ -18,8 +18,13 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
     return super.canActivate(context);
   }
 
+  /**
+   * `err` is set when loading the developer failed (the metadata database is out): that is no bad
+   * token, and the exception filter answers it 503, so the client keeps its token.
+   */
   override handleRequest<T>(err: unknown, user: T, info: unknown): T {
-    if (err || !user) {
+    if (err) throw err;
+    if (!user) {
       const reason =
         info instanceof Error && info.name === 'TokenExpiredError'
           ? 'Access token expired'
