@@ -124,30 +124,28 @@ export class DatabasesService {
     return this.describe(await this.findOperable(workspace, name), workspace);
   }
 
-  /** Renames the database; its physical database (and every open connection) is untouched. */
+  /**
+   * Renames the database; its physical database (and every open connection) is untouched. The
+   * write holds only while the row still has the name and state read, so a racing delete or
+   * rename leaves one of the serial outcomes: a delete that committed first makes this 409, a
+   * rename that committed first makes this 404 (nothing has the old name any more).
+   */
   async rename(workspace: WorkspaceEntity, name: string, newName: string): Promise<DatabaseResponse> {
     const database = await this.findOperable(workspace, name);
-    if (database.deleted) {
-      throw new ApiException(
-        ErrorCode.DbStatusFailure,
-        `Database ${name} is queued for deletion and cannot be renamed`,
-      );
-    }
+    if (database.deleted) throw this.queuedForDeletion(name);
     const before = { id: database.id, name: database.name };
     if (newName !== database.name) {
       let renamed;
       try {
-        // Only while not queued for deletion: a delete committed since the read above wins.
-        renamed = await this.databases.update({ id: database.id, deleted: IsNull() }, { name: newName });
+        renamed = await this.databases.update({ id: database.id, name, deleted: IsNull() }, { name: newName });
       } catch (err) {
         if (isUniqueViolation(err)) throw this.nameTaken(newName);
         throw err;
       }
       if (!renamed.affected) {
-        throw new ApiException(
-          ErrorCode.DbStatusFailure,
-          `Database ${name} is queued for deletion and cannot be renamed`,
-        );
+        const now = await this.databases.findOneBy({ id: database.id });
+        if (now?.name === name && now.deleted) throw this.queuedForDeletion(name);
+        throw this.notFound(workspace, name);
       }
       database.name = newName;
     }
@@ -164,12 +162,15 @@ export class DatabasesService {
     if (!database.deleted) {
       const graceMs = this.config.env.DATABASE_DELETION_GRACE_SECONDS * 1000;
       const now = new Date();
+      // Only while it still has the name read: a rename that committed since wins, and this
+      // delete then finds nothing by the old name (404), as if it had come second.
       const { affected } = await this.databases.update(
-        { id: database.id, deleted: IsNull() },
+        { id: database.id, name, deleted: IsNull() },
         { deleted: now, deletionDueAt: new Date(now.getTime() + graceMs) },
       );
       // A concurrent delete may have won: answer what was recorded.
       const recorded = affected ? null : await this.databases.findOneBy({ id: database.id });
+      if (recorded && (recorded.name !== name || !recorded.deleted)) throw this.notFound(workspace, name);
       database.deleted = recorded?.deleted ?? now;
       database.deletionDueAt = recorded?.deletionDueAt ?? new Date(now.getTime() + graceMs);
       await this.jobs.dispatch(
@@ -222,9 +223,7 @@ export class DatabasesService {
           .orderBy('d.deleted', 'DESC', 'NULLS FIRST')
           .getOne()
       : null;
-    if (!database) {
-      throw new ApiException(ErrorCode.EntityNotFound, `No database named ${name} in workspace ${workspace.slug}`);
-    }
+    if (!database) throw this.notFound(workspace, name);
     return database;
   }
 
@@ -291,6 +290,14 @@ export class DatabasesService {
         `Sharded databases need the citus extension, which the data-plane server of region ${dto.region} does not offer; create a regular database (sharded: false) instead`,
       );
     }
+  }
+
+  private notFound(workspace: WorkspaceEntity, name: string): ApiException {
+    return new ApiException(ErrorCode.EntityNotFound, `No database named ${name} in workspace ${workspace.slug}`);
+  }
+
+  private queuedForDeletion(name: string): ApiException {
+    return new ApiException(ErrorCode.DbStatusFailure, `Database ${name} is queued for deletion and cannot be renamed`);
   }
 
   private nameTaken(name: string): ApiException {
