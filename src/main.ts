@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const config = await bootstrapChecks();
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { bufferLogs: true, bodyParser: false });
   configureApp(app);
-  closeOnSignals(app, app.get(Logger));
+  closeOnSignals(app, app.get(Logger), app.getHttpServer());
   await app.listen(config.env.PORT);
 }
 

@@ -1,15 +1,47 @@
 import type { INestApplicationContext, LoggerService } from '@nestjs/common';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 /**
- * Graceful shutdown for both entry points: on SIGTERM/SIGINT stop accepting requests, let
+ * Makes an HTTP server stoppable at once: after `stop()` it accepts no connection, closes idle
+ * keep-alive connections, and answers any request still arriving on a busy one with
+ * `Connection: close`, while requests in flight finish. Installed before the app handles requests,
+ * so it sees every request first.
+ */
+export function drainable(server: Server): { stop(): void } {
+  let stopping = false;
+  const inFlight = new Set<ServerResponse>();
+  server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+    if (stopping) res.setHeader('Connection', 'close');
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+  });
+  return {
+    stop() {
+      if (stopping) return;
+      stopping = true;
+      server.close();
+      for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+      // A response already under way keeps its connection; once it ends the connection is idle.
+      server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      sweep.unref();
+      server.once('close', () => clearInterval(sweep));
+    },
+  };
+}
+
+/**
+ * Graceful shutdown for both entry points: on SIGTERM/SIGINT stop accepting requests at once, let
  * in-flight requests and the current job finish, close the pools, then exit 0.
  */
-export function closeOnSignals(app: INestApplicationContext, logger: LoggerService): void {
+export function closeOnSignals(app: INestApplicationContext, logger: LoggerService, server?: Server): void {
+  const http = server ? drainable(server) : undefined;
   let closing = false;
   const close = (signal: NodeJS.Signals) => {
     if (closing) return;
     closing = true;
     logger.log(`${signal} received: shutting down`);
+    http?.stop();
     // Connections being closed may fail a last in-flight command; that must not turn a clean
     // shutdown into a crash.
     process.on('unhandledRejection', (reason) => {
