@@ -23,7 +23,8 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
    * token, and the exception filter answers it 503, so the client keeps its token.
    */
   override handleRequest<T>(err: unknown, user: T, info: unknown): T {
-    if (err) throw err;
+    if (err instanceof Error) throw err;
+    if (err) throw new Error('authentication failed');
     if (!user) {
       const reason =
         info instanceof Error && info.name === 'TokenExpiredError'

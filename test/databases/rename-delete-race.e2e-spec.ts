@@ -24,18 +24,29 @@ describe('a rename racing a delete of the same database', () => {
       const name = `rn_${unique()}`;
       const { id } = await createReadyDatabase(t, auth, slug, name);
       const [renamed, deleted] = await Promise.all([
-        t.http.put(`/workspaces/${slug}/databases/${name}`).set(auth).send({ name: `${name}_new` }),
+        t.http
+          .put(`/workspaces/${slug}/databases/${name}`)
+          .set(auth)
+          .send({ name: `${name}_new` }),
         t.http.delete(`/workspaces/${slug}/databases/${name}`).set(auth),
       ]);
       const row = await t.dataSource.getRepository(DatabaseEntity).findOneByOrFail({ id });
       if (renamed.status === 200) {
         // rename first, then the delete by the old name found nothing
-        expect({ round, delete: deleted.status, body: deleted.body.errorCode }).toEqual({ round, delete: 404, body: 'entity_not_found' });
+        expect({ round, delete: deleted.status, body: deleted.body.errorCode }).toEqual({
+          round,
+          delete: 404,
+          body: 'entity_not_found',
+        });
         expect(row).toMatchObject({ name: `${name}_new`, deleted: null });
         outcomes.add('rename first');
       } else {
         // delete first, then the rename of a database queued for deletion was refused
-        expect({ round, rename: renamed.status, body: renamed.body.errorCode }).toEqual({ round, rename: 409, body: 'db_status_failure' });
+        expect({ round, rename: renamed.status, body: renamed.body.errorCode }).toEqual({
+          round,
+          rename: 409,
+          body: 'db_status_failure',
+        });
         expect(deleted.status).toBe(200);
         expect(deleted.body.name).toBe(name);
         expect(row.name).toBe(name);
@@ -51,7 +62,12 @@ describe('a rename racing a delete of the same database', () => {
       const name = `rr_${unique()}`;
       const { id } = await createReadyDatabase(t, auth, slug, name);
       const answers = await Promise.all(
-        ['a', 'b'].map((suffix) => t.http.put(`/workspaces/${slug}/databases/${name}`).set(auth).send({ name: `${name}_${suffix}` })),
+        ['a', 'b'].map((suffix) =>
+          t.http
+            .put(`/workspaces/${slug}/databases/${name}`)
+            .set(auth)
+            .send({ name: `${name}_${suffix}` }),
+        ),
       );
       const statuses = answers.map((a) => a.status).sort();
       expect({ round, statuses }).toEqual({ round, statuses: [200, 404] });

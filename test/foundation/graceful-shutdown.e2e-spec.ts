@@ -51,7 +51,13 @@ describe('graceful shutdown of the API (built app)', () => {
   it('closes idle keep-alive connections and refuses new ones at once, while the request in flight finishes', async () => {
     const port = await freePort();
     child = spawn(process.execPath, [join(root, 'dist/src/main.js')], {
-      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', DATABASE_POOL_TARGET: '0', QUEUE_PREFIX: `shutdown-${port}` },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        LOG_LEVEL: 'info',
+        DATABASE_POOL_TARGET: '0',
+        QUEUE_PREFIX: `shutdown-${port}`,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -73,7 +79,9 @@ describe('graceful shutdown of the API (built app)', () => {
     // A request in flight: its body is still arriving when the signal comes.
     const busy = await connect(port);
     const busyAnswered = responseHead(busy);
-    busy.write(`POST /workspaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"name":`);
+    busy.write(
+      `POST /workspaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"name":`,
+    );
     await new Promise((r) => setTimeout(r, 200));
 
     const signalled = Date.now();
@@ -82,7 +90,9 @@ describe('graceful shutdown of the API (built app)', () => {
     expect(Date.now() - signalled).toBeLessThan(1000);
 
     const refused = await new Promise<string>((resolve) => {
-      const req = http.get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => resolve(`answered ${res.statusCode}`));
+      const req = http.get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) =>
+        resolve(`answered ${res.statusCode}`),
+      );
       req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
     });
     expect(refused).toBe('ECONNREFUSED');

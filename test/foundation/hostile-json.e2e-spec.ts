@@ -68,7 +68,11 @@ describe('hostile JSON bodies', () => {
         .set('Content-Type', 'application/json')
         .send(`{"level":"PRO","${key}":{"polluted":true}}`);
       expect(subscription.status).toBe(400);
-      expect(subscription.body).toEqual({ errorCode: 'bad_request', message: `property ${key} should not exist`, statusCode: 400 });
+      expect(subscription.body).toEqual({
+        errorCode: 'bad_request',
+        message: `property ${key} should not exist`,
+        statusCode: 400,
+      });
 
       const rename = await t.http
         .put(`/workspaces/${slug}/databases/${dbName}`)
@@ -76,7 +80,11 @@ describe('hostile JSON bodies', () => {
         .set('Content-Type', 'application/json')
         .send(`{"name":"renamed_${key.replace(/_/g, '')}","${key}":{}}`);
       expect(rename.status).toBe(400);
-      expect(rename.body).toEqual({ errorCode: 'bad_request', message: `property ${key} should not exist`, statusCode: 400 });
+      expect(rename.body).toEqual({
+        errorCode: 'bad_request',
+        message: `property ${key} should not exist`,
+        statusCode: 400,
+      });
     }
     const current = await t.http.get(`/workspaces/${slug}/subscription`).set(auth).expect(200);
     expect(current.body.level).toBe('FREE');

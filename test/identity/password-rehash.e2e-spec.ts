@@ -18,26 +18,46 @@ describe('password hashes made with older parameters', () => {
   afterAll(() => t.close());
 
   async function storedHash(ds: DataSource, id: string): Promise<string> {
-    const [row] = await ds.query<{ password_hash: string }[]>('SELECT password_hash FROM developers WHERE id = $1', [id]);
+    const [row] = await ds.query<{ password_hash: string }[]>('SELECT password_hash FROM developers WHERE id = $1', [
+      id,
+    ]);
     return row.password_hash;
   }
 
   it('are upgraded to the current scrypt parameters on the next successful login, and keep working', async () => {
     const human = await createHuman(t.app, 'legacy');
-    await t.dataSource.query('UPDATE developers SET password_hash = $2 WHERE id = $1', [human.id, legacyHash(human.password)]);
+    await t.dataSource.query('UPDATE developers SET password_hash = $2 WHERE id = $1', [
+      human.id,
+      legacyHash(human.password),
+    ]);
     const client = await createClient(t.app, { redirectUris: ['http://127.0.0.1:9/cb'] });
 
-    const wrong = await submitLogin(t.http, authorizationRequest(client.clientId, 'http://127.0.0.1:9/cb').params, human.email, 'not it');
+    const wrong = await submitLogin(
+      t.http,
+      authorizationRequest(client.clientId, 'http://127.0.0.1:9/cb').params,
+      human.email,
+      'not it',
+    );
     expect(wrong.status).toBe(401);
     expect((await storedHash(t.dataSource, human.id)).split('$')[1]).toBe(String(2 ** 14));
 
-    const ok = await submitLogin(t.http, authorizationRequest(client.clientId, 'http://127.0.0.1:9/cb').params, human.email, human.password);
+    const ok = await submitLogin(
+      t.http,
+      authorizationRequest(client.clientId, 'http://127.0.0.1:9/cb').params,
+      human.email,
+      human.password,
+    );
     expect(ok.status).toBe(302);
     const upgraded = await storedHash(t.dataSource, human.id);
     expect(upgraded.split('$').slice(1, 4).map(Number)).toEqual([SCRYPT_PARAMS.N, SCRYPT_PARAMS.r, SCRYPT_PARAMS.p]);
     expect(await verifySecret(human.password, upgraded)).toBe(true);
 
-    const again = await submitLogin(t.http, authorizationRequest(client.clientId, 'http://127.0.0.1:9/cb').params, human.email, human.password);
+    const again = await submitLogin(
+      t.http,
+      authorizationRequest(client.clientId, 'http://127.0.0.1:9/cb').params,
+      human.email,
+      human.password,
+    );
     expect(again.status).toBe(302);
     expect(await storedHash(t.dataSource, human.id)).toBe(upgraded);
   });

@@ -30,7 +30,14 @@ describe('password hashing', () => {
   });
 
   it('refuses stored text that is no hash, or names absurd parameters, without computing anything', async () => {
-    for (const stored of [null, '', 'plain', 'scrypt$1$8$1$AA==$AA==', 'scrypt$1073741824$8$1$AA==$AA==', 'scrypt$x$8$1$AA==$AA==']) {
+    for (const stored of [
+      null,
+      '',
+      'plain',
+      'scrypt$1$8$1$AA==$AA==',
+      'scrypt$1073741824$8$1$AA==$AA==',
+      'scrypt$x$8$1$AA==$AA==',
+    ]) {
       expect(await verifySecret('x', stored)).toBe(false);
       expect(needsRehash(stored)).toBe(false);
     }

@@ -50,5 +50,7 @@ export function isDependencyOutage(err: unknown): boolean {
   }
   const message = (cause as Error).message ?? '';
   if (UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message))) return true;
-  return err.name === 'MaxRetriesPerRequestError' || (cause instanceof Error && cause.name === 'MaxRetriesPerRequestError');
+  return (
+    err.name === 'MaxRetriesPerRequestError' || (cause instanceof Error && cause.name === 'MaxRetriesPerRequestError')
+  );
 }

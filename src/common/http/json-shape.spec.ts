@@ -17,14 +17,23 @@ describe('the shape of a request body', () => {
   });
 
   it('refuses objects and arrays nested beyond the limit, however deep, without recursing', () => {
-    for (const value of [nestedObject(MAX_JSON_DEPTH + 1), nestedObject(3000), nestedArray(5000), { name: nestedArray(100000) }]) {
+    for (const value of [
+      nestedObject(MAX_JSON_DEPTH + 1),
+      nestedObject(3000),
+      nestedArray(5000),
+      { name: nestedArray(100000) },
+    ]) {
       expect(jsonShapeProblem(value)).toBe(`The request nests objects or arrays deeper than ${MAX_JSON_DEPTH} levels`);
     }
   });
 
   it('refuses prototype keys at any level, as JSON.parse makes them own properties', () => {
-    expect(jsonShapeProblem(JSON.parse('{"name":"x","__proto__":{"admin":true}}'))).toBe('property __proto__ should not exist');
-    expect(jsonShapeProblem(JSON.parse('{"constructor":{"prototype":{}}}'))).toBe('property constructor should not exist');
+    expect(jsonShapeProblem(JSON.parse('{"name":"x","__proto__":{"admin":true}}'))).toBe(
+      'property __proto__ should not exist',
+    );
+    expect(jsonShapeProblem(JSON.parse('{"constructor":{"prototype":{}}}'))).toBe(
+      'property constructor should not exist',
+    );
     expect(jsonShapeProblem(JSON.parse('{"a":{"prototype":1}}'))).toBe('property a.prototype should not exist');
   });
 });
