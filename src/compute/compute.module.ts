@@ -2,6 +2,7 @@ import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/c
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DatabasesModule } from '../databases/databases.module';
 import { workerProviders } from '../queues/worker-providers';
+import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { ComputeInstanceEntity } from './compute-instance.entity';
 import { ComputeInstancesController } from './compute-instances.controller';
@@ -20,6 +21,7 @@ const INSTANCES = 'workspaces/:workspaceSlug/databases/:databaseName/compute';
     TypeOrmModule.forFeature([ComputeTypeEntity, ComputeInstanceEntity, ComputeUsagePeriodEntity]),
     DatabasesModule,
     WorkspacesModule,
+    SubscriptionsModule,
   ],
   controllers: [ComputeTypesController, ComputeInstancesController],
   providers: [ComputeService, ComputeLifecycle, ...workerProviders(ComputeLifecycleProcessor)],

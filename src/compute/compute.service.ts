@@ -7,6 +7,7 @@ import { isUuid } from '../common/http/uuid';
 import type { DatabaseEntity } from '../databases/database.entity';
 import type { DatabaseResponse } from '../databases/database.response';
 import { DatabasesService } from '../databases/databases.service';
+import { PlanLimits } from '../subscriptions/plan-limits.service';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
@@ -51,6 +52,7 @@ export class ComputeService {
     @InjectRepository(ComputeTypeEntity) private readonly types: Repository<ComputeTypeEntity>,
     private readonly databases: DatabasesService,
     private readonly lifecycle: ComputeLifecycle,
+    private readonly plans: PlanLimits,
   ) {}
 
   /** The compute types on offer, in their display order. */
@@ -67,6 +69,7 @@ export class ComputeService {
     const database = await this.databases.findOperable(workspace, databaseName);
     const types = await this.allTypes();
     const type = this.resolveType(types, dto.instanceSize);
+    await this.plans.assertDedicatedCompute(workspace.id);
     const instance = await this.dataSource.transaction(async (manager) => {
       // Shares the lock a finalization takes: no instance is added to a database being finalized.
       const locked = await this.databases.lock(manager, database.id, 'pessimistic_read');

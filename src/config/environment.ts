@@ -12,6 +12,7 @@ import {
   Max,
   Min,
   MinLength,
+  ValidateIf,
   validateSync,
 } from 'class-validator';
 import { ALL_REGIONS } from './regions';
@@ -27,6 +28,14 @@ const toBool = ({ value }: { value: unknown }) => {
   const word = value.trim().toLowerCase();
   return TRUE_WORDS.includes(word) ? true : FALSE_WORDS.includes(word) ? false : value;
 };
+/** A plan limit: a count, or `unlimited`. */
+export type PlanLimit = number | 'unlimited';
+const toLimit = ({ value }: { value: unknown }) => {
+  if (typeof value !== 'string') return value;
+  const word = value.trim().toLowerCase();
+  return word === 'unlimited' ? word : word === '' ? undefined : Number(word);
+};
+const isCount = (_: object, value: unknown) => value !== 'unlimited';
 const dbUrl = { protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true };
 
 /**
@@ -230,6 +239,41 @@ export class EnvironmentVariables {
   @IsInt()
   @Min(1024)
   BODY_LIMIT_BYTES = 100 * 1024;
+
+  /** Live (not deleted) databases a workspace on the FREE level may have; a count or `unlimited`. */
+  @Transform(toLimit)
+  @ValidateIf(isCount)
+  @IsInt({ message: '$property must be a whole number or unlimited' })
+  @Min(0)
+  PLAN_FREE_MAX_DATABASES: PlanLimit = 3;
+
+  @Transform(toLimit)
+  @ValidateIf(isCount)
+  @IsInt({ message: '$property must be a whole number or unlimited' })
+  @Min(0)
+  PLAN_PRO_MAX_DATABASES: PlanLimit = 'unlimited';
+
+  /** Credentials (not dropped) one database may have on each level. */
+  @Transform(toLimit)
+  @ValidateIf(isCount)
+  @IsInt({ message: '$property must be a whole number or unlimited' })
+  @Min(0)
+  PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: PlanLimit = 10;
+
+  @Transform(toLimit)
+  @ValidateIf(isCount)
+  @IsInt({ message: '$property must be a whole number or unlimited' })
+  @Min(0)
+  PLAN_PRO_MAX_CREDENTIALS_PER_DATABASE: PlanLimit = 'unlimited';
+
+  /** Whether a level may have dedicated compute instances. */
+  @Transform(toBool)
+  @IsBoolean()
+  PLAN_FREE_DEDICATED_COMPUTE = false;
+
+  @Transform(toBool)
+  @IsBoolean()
+  PLAN_PRO_DEDICATED_COMPUTE = true;
 }
 
 const REGION_OVERRIDES = ALL_REGIONS.map((region) => `DATA_PLANE_URL_${region}`);

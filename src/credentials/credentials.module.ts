@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DatabasesModule } from '../databases/databases.module';
 import { workerProviders } from '../queues/worker-providers';
+import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { CredentialExpiryProcessor } from './credential-expiry.processor';
 import { CredentialRotationEntity } from './credential-rotation.entity';
@@ -10,7 +11,12 @@ import { CredentialsController } from './credentials.controller';
 import { CredentialsService } from './credentials.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([CredentialEntity, CredentialRotationEntity]), DatabasesModule, WorkspacesModule],
+  imports: [
+    TypeOrmModule.forFeature([CredentialEntity, CredentialRotationEntity]),
+    DatabasesModule,
+    WorkspacesModule,
+    SubscriptionsModule,
+  ],
   controllers: [CredentialsController],
   providers: [CredentialsService, ...workerProviders(CredentialExpiryProcessor)],
   exports: [CredentialsService],

@@ -7,6 +7,7 @@ import { ErrorCode } from '../common/errors/error-code';
 import type { Region } from '../config/regions';
 import { SecretBox } from '../common/crypto/secret-box';
 import { randomToken } from '../common/crypto/tokens';
+import { PlanLimits } from '../subscriptions/plan-limits.service';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { scramSha256Verifier } from '../data-plane/scram';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
@@ -55,6 +56,7 @@ export class CredentialsService implements OnModuleInit {
     private readonly jobs: JobDispatcher,
     private readonly reconciler: Reconciler,
     private readonly finalizers: DatabaseFinalizers,
+    private readonly plans: PlanLimits,
   ) {}
 
   onModuleInit(): void {
@@ -65,7 +67,9 @@ export class CredentialsService implements OnModuleInit {
 
   async create(workspace: WorkspaceEntity, databaseName: string, callerId: string): Promise<CreateCredentialResponse> {
     const database = await this.databases.findOperable(workspace, databaseName);
-    const issued = await this.issue(database.id, callerId, 'pessimistic_read', () => Promise.resolve(undefined));
+    const issued = await this.issue(database.id, callerId, 'pessimistic_read', () => Promise.resolve(undefined), {
+      withinPlanOf: workspace.id,
+    });
     return this.created(issued, workspace);
   }
 
@@ -288,6 +292,17 @@ export class CredentialsService implements OnModuleInit {
   }
 
   /**
+   * Refuses a credential beyond the plan's number per database. Creates of one database take turns
+   * (a transaction-scoped advisory lock), as they share the row lock.
+   */
+  private async assertRoomInPlan(manager: EntityManager, workspaceId: string, databaseId: string): Promise<void> {
+    await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`credentials:${databaseId}`]);
+    await this.plans.assertRoomFor(manager, workspaceId, 'credentials', () =>
+      manager.getRepository(CredentialEntity).countBy({ databaseId, dropped: IsNull() }),
+    );
+  }
+
+  /**
    * Creates the role on the data plane and the row, in one metadata transaction holding the
    * database row lock (so finalization or a rotation cannot interleave); `extra` runs in the same
    * transaction. Any failure after the role was made drops it again.
@@ -297,6 +312,7 @@ export class CredentialsService implements OnModuleInit {
     callerId: string,
     lock: 'pessimistic_read' | 'pessimistic_write',
     extra: (manager: EntityManager, database: DatabaseEntity, fresh: CredentialEntity) => Promise<T>,
+    options: { withinPlanOf?: string } = {},
   ): Promise<Issued<T>> {
     const id = randomUUID();
     const password = randomToken(PASSWORD_BYTES);
@@ -314,6 +330,7 @@ export class CredentialsService implements OnModuleInit {
             `Database ${database.name} is not ready yet (status ${database.status}); credentials can be created once it is READY`,
           );
         }
+        if (options.withinPlanOf) await this.assertRoomInPlan(manager, options.withinPlanOf, databaseId);
         try {
           await this.dataPlane.createLoginRole(database.region, database.physicalName, id, verifier);
         } catch (err) {

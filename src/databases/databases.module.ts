@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { workerProviders } from '../queues/worker-providers';
+import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { DatabaseByIdController } from './database-by-id.controller';
 import { DatabaseFinalizers } from './database-finalizers';
@@ -13,7 +14,7 @@ import { PooledDatabaseEntity } from './pooled-database.entity';
 import { WarmPool } from './warm-pool.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([DatabaseEntity, PooledDatabaseEntity]), WorkspacesModule],
+  imports: [TypeOrmModule.forFeature([DatabaseEntity, PooledDatabaseEntity]), WorkspacesModule, SubscriptionsModule],
   controllers: [DatabasesController, DatabaseByIdController],
   providers: [
     DatabasesService,

@@ -22,6 +22,7 @@ import { DEFAULT_DATABASE_PAGE } from './dto/list-databases-query.dto';
 import { WarmPool } from './warm-pool.service';
 import { isUuid } from '../common/http/uuid';
 import { isUniqueViolation } from '../common/errors/unique-violation';
+import { PlanLimits } from '../subscriptions/plan-limits.service';
 
 export interface DatabasePage {
   items: DatabaseResponse[];
@@ -46,6 +47,7 @@ export class DatabasesService {
     private readonly jobs: JobDispatcher,
     private readonly pool: WarmPool,
     private readonly workspaces: WorkspacesService,
+    private readonly plans: PlanLimits,
   ) {}
 
   /**
@@ -61,6 +63,7 @@ export class DatabasesService {
     let entity: DatabaseEntity;
     try {
       entity = await this.dataSource.transaction(async (manager) => {
+        await this.assertRoomInPlan(manager, workspace);
         const pooled = usePool ? await this.pool.claim(manager, dto.region) : null;
         const repo = manager.getRepository(DatabaseEntity);
         return repo.save(
@@ -94,6 +97,17 @@ export class DatabasesService {
     }
     if (usePool) await this.pool.requestRefill(dto.region);
     return this.describe(entity, workspace);
+  }
+
+  /**
+   * Refuses a database beyond the workspace's plan. Creates of one workspace take turns (a
+   * transaction-scoped advisory lock held to commit), so parallel creates never pass the limit.
+   */
+  private async assertRoomInPlan(manager: EntityManager, workspace: WorkspaceEntity): Promise<void> {
+    await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`databases:${workspace.id}`]);
+    await this.plans.assertRoomFor(manager, workspace.id, 'databases', () =>
+      manager.getRepository(DatabaseEntity).countBy({ workspaceId: workspace.id, deleted: IsNull() }),
+    );
   }
 
   /** The workspace's databases that are not deleted, oldest first, a page at a time. */

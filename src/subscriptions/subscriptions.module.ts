@@ -2,6 +2,7 @@ import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/c
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { JsonBodyOfAnyType } from '../compute/json-body-of-any-type.middleware';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
+import { PlanLimits } from './plan-limits.service';
 import { SubscriptionEntity } from './subscription.entity';
 import { SubscriptionsController } from './subscriptions.controller';
 import { SubscriptionsService } from './subscriptions.service';
@@ -11,8 +12,8 @@ const SUBSCRIPTION = 'workspaces/:workspaceSlug/subscription';
 @Module({
   imports: [TypeOrmModule.forFeature([SubscriptionEntity]), WorkspacesModule],
   controllers: [SubscriptionsController],
-  providers: [SubscriptionsService],
-  exports: [SubscriptionsService],
+  providers: [SubscriptionsService, PlanLimits],
+  exports: [SubscriptionsService, PlanLimits],
 })
 export class SubscriptionsModule implements NestModule {
   /** The published API declares the write bodies as `*∕*`: they are JSON whatever the Content-Type. */

@@ -30,6 +30,11 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     // Background jobs and requests share an app's pool; two spec files run at once in CI.
     DATABASE_POOL_SIZE: '8',
     JOB_BACKOFF_MS: '200',
+    // Specs of databases, credentials and compute work in FREE workspaces; plan limits have their
+    // own spec, which sets the documented defaults back.
+    PLAN_FREE_MAX_DATABASES: 'unlimited',
+    PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: 'unlimited',
+    PLAN_FREE_DEDICATED_COMPUTE: 'true',
     ...env,
   };
   // The configuration is read while the app is created; the overrides must not leak into the

@@ -1,0 +1,119 @@
+import { IsNull } from 'typeorm';
+import { DatabaseEntity } from '../../src/databases/database.entity';
+import { createReadyDatabase, createWorkspace, unique } from '../databases/support';
+import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
+
+/** The documented defaults: FREE allows 3 databases and no dedicated compute; PRO is unlimited. */
+const DEFAULT_PLANS = {
+  PLAN_FREE_MAX_DATABASES: '3',
+  PLAN_FREE_DEDICATED_COMPUTE: 'false',
+  // The documented default is 10; 2 keeps the spec short.
+  PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: '2',
+  DATABASE_POOL_TARGET: '0',
+};
+
+describe('plan limits', () => {
+  let t: TestApp;
+  let auth: { Authorization: string };
+  beforeAll(async () => {
+    t = await createTestApp(DEFAULT_PLANS);
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  const create = (slug: string, name = `pl_${unique()}`) =>
+    t.http.post(`/workspaces/${slug}/databases`).set(auth).send({ databaseName: name, region: 'AWS_US_WEST_2' });
+  const liveCount = (workspaceId: string) =>
+    t.dataSource.getRepository(DatabaseEntity).countBy({ workspaceId, deleted: IsNull() });
+
+  it('refuses a FREE workspace’s fourth database with 403 threshold_exceeded naming the plan and the limit', async () => {
+    const ws = await createWorkspace(t, auth);
+    for (let i = 0; i < 3; i++) expect((await create(ws.slug)).status).toBe(201);
+    const refused = await create(ws.slug);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: 'The FREE plan allows 3 databases',
+      statusCode: 403,
+    });
+    expect(await liveCount(ws.id)).toBe(3);
+  });
+
+  it('never exceeds the limit when 20 creates arrive at once', async () => {
+    const ws = await createWorkspace(t, auth);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => create(ws.slug)));
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses.filter((s) => s === 201)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 403)).toHaveLength(17);
+    expect(await liveCount(ws.id)).toBe(3);
+  });
+
+  it('lifts the limits at once on PRO, and moving back to FREE deletes nothing but refuses new creates until under the limit', async () => {
+    const ws = await createWorkspace(t, auth);
+    for (let i = 0; i < 3; i++) await create(ws.slug).expect(201);
+    await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(200);
+    for (let i = 0; i < 2; i++) expect((await create(ws.slug)).status).toBe(201);
+    expect(await liveCount(ws.id)).toBe(5);
+
+    await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'FREE' }).expect(200);
+    expect(await liveCount(ws.id)).toBe(5);
+    const refused = await create(ws.slug);
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toBe('The FREE plan allows 3 databases');
+
+    const names: string[] = (await t.http.get(`/workspaces/${ws.slug}/databases`).set(auth).expect(200)).body.map(
+      (d: { name: string }) => d.name,
+    );
+    for (const name of names.slice(0, 3))
+      await t.http.delete(`/workspaces/${ws.slug}/databases/${name}`).set(auth).expect(200);
+    expect(await liveCount(ws.id)).toBe(2);
+    expect((await create(ws.slug)).status).toBe(201);
+  });
+
+  it('refuses dedicated compute on FREE with 403 feature_ineligible naming the plan, and allows it on PRO', async () => {
+    const ws = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, ws.slug);
+    const body = { instanceName: 'analytics', instanceSize: 'small' };
+    const refused = await t.http.post(`/workspaces/${ws.slug}/databases/${db.name}/compute`).set(auth).send(body);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({
+      errorCode: 'feature_ineligible',
+      message: 'The FREE plan does not include dedicated compute; change the subscription level to use it',
+      statusCode: 403,
+    });
+    expect(
+      Number(
+        (await t.dataSource.query('SELECT count(*) AS n FROM compute_instances WHERE database_id = $1', [db.id]))[0].n,
+      ),
+    ).toBe(0);
+
+    await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(200);
+    await t.http.post(`/workspaces/${ws.slug}/databases/${db.name}/compute`).set(auth).send(body).expect(202);
+  });
+
+  it('refuses credentials beyond the plan’s number per database, also when asked at once, and never refuses a rotation', async () => {
+    const ws = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, ws.slug);
+    const path = `/workspaces/${ws.slug}/databases/${db.name}/credentials`;
+    const answers = await Promise.all(Array.from({ length: 5 }, () => t.http.post(path).set(auth).send()));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 403, 403, 403]);
+    expect(answers.find((a) => a.status === 403)!.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: 'The FREE plan allows 2 credentials per database',
+      statusCode: 403,
+    });
+    const live = async () =>
+      Number(
+        (
+          await t.dataSource.query('SELECT count(*) AS n FROM credentials WHERE database_id = $1 AND dropped IS NULL', [
+            db.id,
+          ])
+        )[0].n,
+      );
+    expect(await live()).toBe(2);
+
+    await t.http.post(`${path}/rotate`).set(auth).send({ delayOldSecretsExpirationHours: 0 }).expect(200);
+    await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(200);
+    await t.http.post(path).set(auth).send().expect(200);
+  });
+});
