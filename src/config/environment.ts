@@ -266,6 +266,29 @@ export class EnvironmentVariables {
   @Min(0)
   PLAN_PRO_MAX_CREDENTIALS_PER_DATABASE: PlanLimit = 'unlimited';
 
+  /** Whether `POST /databases/provision` (instant databases without an account) is offered; 404 when off. */
+  @Transform(toBool)
+  @IsBoolean()
+  INSTANT_DATABASES = true;
+
+  /** Instant databases one client address may provision per hour. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  INSTANT_DATABASES_PER_ADDRESS_PER_HOUR = 3;
+
+  /** Instant databases all clients together may provision per hour. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  INSTANT_DATABASES_PER_HOUR = 60;
+
+  /** How long a claim code is valid; an unclaimed database is dropped when it expires. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(60)
+  INSTANT_DATABASE_CLAIM_TTL_SECONDS = 86400;
+
   /** Whether a level may have dedicated compute instances. */
   @Transform(toBool)
   @IsBoolean()

@@ -65,7 +65,11 @@ export class CredentialsService implements OnModuleInit {
     this.finalizers.register('credentials', (database, manager) => this.markDroppedWith(database, manager));
   }
 
-  async create(workspace: WorkspaceEntity, databaseName: string, callerId: string): Promise<CreateCredentialResponse> {
+  async create(
+    workspace: WorkspaceEntity,
+    databaseName: string,
+    callerId: string | null,
+  ): Promise<CreateCredentialResponse> {
     const database = await this.databases.findOperable(workspace, databaseName);
     const issued = await this.issue(database.id, callerId, 'pessimistic_read', () => Promise.resolve(undefined), {
       withinPlanOf: workspace.id,
@@ -309,7 +313,7 @@ export class CredentialsService implements OnModuleInit {
    */
   private async issue<T>(
     databaseId: string,
-    callerId: string,
+    callerId: string | null,
     lock: 'pessimistic_read' | 'pessimistic_write',
     extra: (manager: EntityManager, database: DatabaseEntity, fresh: CredentialEntity) => Promise<T>,
     options: { withinPlanOf?: string } = {},

@@ -10,6 +10,7 @@ import { CredentialEntity } from '../credentials/credential.entity';
 import { DatabaseEntity } from '../databases/database.entity';
 import { PooledDatabaseEntity } from '../databases/pooled-database.entity';
 import { DeveloperEntity } from '../developers/developer.entity';
+import { DatabaseClaimEntity } from '../instant-databases/database-claim.entity';
 import { InviteEntity } from '../invites/invite.entity';
 import { WorkspaceMemberEntity } from '../workspaces/workspace-member.entity';
 import { SubscriptionEntity } from '../subscriptions/subscription.entity';
@@ -33,4 +34,5 @@ export const ENTITIES = [
   ComputeUsagePeriodEntity,
   SubscriptionEntity,
   RatedLineEntity,
+  DatabaseClaimEntity,
 ];

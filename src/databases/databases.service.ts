@@ -55,7 +55,11 @@ export class DatabasesService {
    * region's warm pool (READY at once). Name clashes are caught by the partial unique index, so
    * concurrent creates of one name yield exactly one database.
    */
-  async create(workspace: WorkspaceEntity, dto: CreateDatabaseDto): Promise<DatabaseResponse> {
+  async create(
+    workspace: WorkspaceEntity,
+    dto: CreateDatabaseDto,
+    options: { withinPlan?: boolean } = {},
+  ): Promise<DatabaseResponse> {
     const sharded = dto.sharded ?? false;
     if (sharded) await this.assertShardingAvailable(dto);
     const id = randomUUID();
@@ -63,7 +67,7 @@ export class DatabasesService {
     let entity: DatabaseEntity;
     try {
       entity = await this.dataSource.transaction(async (manager) => {
-        await this.assertRoomInPlan(manager, workspace);
+        if (options.withinPlan ?? true) await this.assertRoomInPlan(manager, workspace);
         const pooled = usePool ? await this.pool.claim(manager, dto.region) : null;
         const repo = manager.getRepository(DatabaseEntity);
         return repo.save(
@@ -195,6 +199,59 @@ export class DatabasesService {
       );
     }
     return this.describe(database, workspace);
+  }
+
+  /**
+   * Moves a database from one workspace to another (an instant database being claimed), inside the
+   * caller's transaction: the target's plan must have room and no live database of the same name.
+   * Refusals are 400, as the target cannot take this database.
+   */
+  async moveToWorkspace(
+    manager: EntityManager,
+    databaseId: string,
+    fromWorkspaceId: string,
+    target: WorkspaceEntity,
+  ): Promise<DatabaseEntity> {
+    const repo = manager.getRepository(DatabaseEntity);
+    const database = await repo.findOneBy({ id: databaseId, workspaceId: fromWorkspaceId, deleted: IsNull() });
+    if (!database) throw new ApiException(ErrorCode.EntityNotFound, 'The database of this claim code no longer exists');
+    try {
+      await this.assertRoomInPlan(manager, target);
+    } catch (err) {
+      if (err instanceof ApiException && err.code === ErrorCode.ThresholdExceeded) {
+        throw new ApiException(
+          ErrorCode.BadRequest,
+          `${err.body.message}; the workspace has no room for this database`,
+        );
+      }
+      throw err;
+    }
+    if (await repo.existsBy({ workspaceId: target.id, name: database.name, deleted: IsNull() })) {
+      throw new ApiException(ErrorCode.BadRequest, `The workspace already has a database named ${database.name}`);
+    }
+    await repo.update({ id: database.id }, { workspaceId: target.id });
+    database.workspaceId = target.id;
+    return database;
+  }
+
+  /**
+   * Queues a database for deletion due now if it is still live in that workspace (an unclaimed
+   * instant database whose code expired); whether it did.
+   */
+  async deleteNowIfIn(databaseId: string, workspaceId: string): Promise<boolean> {
+    const now = new Date();
+    const { affected } = await this.databases.update(
+      { id: databaseId, workspaceId, deleted: IsNull() },
+      { deleted: now, deletionDueAt: now },
+    );
+    if (!affected) return false;
+    await this.jobs.dispatch(
+      Queues.DatabaseLifecycle,
+      DatabaseJobs.FinalizeDeletion,
+      { databaseId },
+      { jobId: finalizeJobId(databaseId) },
+    );
+    return true;
   }
 
   /** `GET /databases/{id}` (the database's apiHost): for members of its workspace only. */

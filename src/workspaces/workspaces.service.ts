@@ -9,6 +9,9 @@ import { slugify } from './slug';
 import { WorkspaceMemberEntity } from './workspace-member.entity';
 import { WorkspaceEntity } from './workspace.entity';
 
+/** Outside what slugify makes ([a-z0-9_-]) and what the membership guard looks up. */
+const HOLDING_SLUG = '~unclaimed';
+
 @Injectable()
 export class WorkspacesService {
   constructor(
@@ -32,6 +35,20 @@ export class WorkspacesService {
       await tx.getRepository(WorkspaceMemberEntity).insert({ workspaceId: workspace.id, developerId: creator.id });
       return workspace;
     });
+  }
+
+  /**
+   * The workspace that holds instant databases until they are claimed. It has no members, and its
+   * slug has a character no workspace slug can have, so no path reaches it. Made on first use.
+   */
+  async holdingWorkspace(): Promise<WorkspaceEntity> {
+    await this.workspaces
+      .createQueryBuilder()
+      .insert()
+      .values({ name: 'Unclaimed instant databases', slug: HOLDING_SLUG })
+      .orIgnore()
+      .execute();
+    return this.workspaces.findOneByOrFail({ slug: HOLDING_SLUG });
   }
 
   /** Workspaces the developer belongs to, oldest first. */

@@ -13,6 +13,7 @@ const PUBLIC_ROUTES = [
   /^POST \/oauth2\/token$/,
   /^GET \/invites\/accept$/,
   /^POST \/invites\/join$/,
+  /^POST \/databases\/provision$/,
 ];
 
 interface Route {

@@ -1,0 +1,55 @@
+import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { Request } from 'express';
+import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
+import { CurrentDeveloper } from '../auth/current-developer.decorator';
+import { Public } from '../auth/public.decorator';
+import { ApiErrors } from '../common/http/api-errors.decorator';
+import { DatabaseResponse } from '../databases/database.response';
+import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-access.guard';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import { ClaimDatabaseDto } from './dto/claim-database.dto';
+import { ProvisionDatabaseDto } from './dto/provision-database.dto';
+import { InstantDatabasesService } from './instant-databases.service';
+import { ProvisionedDatabaseResponse } from './provisioned-database.response';
+
+@ApiTags('databases')
+@Controller()
+export class InstantDatabasesController {
+  constructor(private readonly instant: InstantDatabasesService) {}
+
+  @Post('databases/provision')
+  @Public()
+  @ApiSecurity({})
+  @HttpCode(201)
+  @ApiOperation({
+    operationId: 'provisionDatabaseUnauthenticated',
+    summary: 'Provision a database without authentication',
+    description:
+      'Creates a database (from the warm pool when possible) that belongs to no workspace yet, with one credential, and returns its connection string and a claim code valid INSTANT_DATABASE_CLAIM_TTL_SECONDS (24 hours by default). The password and the code are shown this once. An unclaimed database is dropped when its code expires. Limited per client address and in all per hour (429 with Retry-After); 404 when the operator has turned instant databases off (INSTANT_DATABASES=off).',
+  })
+  @ApiResponse({ status: 201, type: ProvisionedDatabaseResponse })
+  @ApiErrors(400, 404, 429, 503)
+  provision(@Body() body: ProvisionDatabaseDto, @Req() req: Request): Promise<ProvisionedDatabaseResponse> {
+    return this.instant.provision(body.region, req.ip ?? 'unknown');
+  }
+
+  @Post('workspaces/:workspaceSlug/databases/claim')
+  @WorkspaceScoped()
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'claimDatabase',
+    summary: 'Claim a database provisioned without auth',
+    description:
+      'Moves the database of the claim code into the workspace, keeping its data and credentials. 404 when the code is unknown, used or expired; 400 when the workspace already has a database of that name or its plan has no room.',
+  })
+  @ApiResponse({ status: 200, type: DatabaseResponse })
+  @ApiErrors(400, 404)
+  claim(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @CurrentDeveloper() caller: AuthenticatedDeveloper,
+    @Body() body: ClaimDatabaseDto,
+  ): Promise<DatabaseResponse> {
+    return this.instant.claim(workspace, body.claimCode, caller.id);
+  }
+}

@@ -1,0 +1,192 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { createHash, randomBytes } from 'node:crypto';
+import { DataSource, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
+import { randomToken } from '../common/crypto/tokens';
+import { ApiException } from '../common/errors/api-exception';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
+import { ErrorCode } from '../common/errors/error-code';
+import { messageOf } from '../common/errors/message-of';
+import { AppConfig } from '../config/app-config';
+import { CREATABLE_REGIONS, type Region } from '../config/regions';
+import { CredentialsService } from '../credentials/credentials.service';
+import { DatabaseLifecycle } from '../databases/database-lifecycle.service';
+import { DatabaseStatus } from '../databases/database.entity';
+import type { DatabaseResponse } from '../databases/database.response';
+import { DatabasesService } from '../databases/databases.service';
+import { Reconciler } from '../queues/reconciler';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import { WorkspacesService } from '../workspaces/workspaces.service';
+import { DatabaseClaimEntity } from './database-claim.entity';
+import { ProvisionedDatabaseResponse } from './provisioned-database.response';
+
+const HOUR_MS = 3600 * 1000;
+
+function hashCode(code: string): string {
+  return createHash('sha256').update(code).digest('hex');
+}
+
+/**
+ * Instant databases: made without an account, held by a workspace nobody belongs to, with one
+ * credential and a claim code; claimed into a workspace, or dropped when the code expires.
+ * Abuse limits count attempts in PostgreSQL (per client address and in all), so every replica of
+ * the API sees the same counts.
+ */
+@Injectable()
+export class InstantDatabasesService implements OnModuleInit {
+  private readonly logger = new Logger(InstantDatabasesService.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(DatabaseClaimEntity) private readonly claims: Repository<DatabaseClaimEntity>,
+    private readonly config: AppConfig,
+    private readonly databases: DatabasesService,
+    private readonly lifecycle: DatabaseLifecycle,
+    private readonly credentials: CredentialsService,
+    private readonly workspaces: WorkspacesService,
+    private readonly reconciler: Reconciler,
+  ) {}
+
+  onModuleInit(): void {
+    this.reconciler.register('instant-databases', () => this.dropExpired());
+  }
+
+  async provision(region: Region | undefined, clientAddress: string): Promise<ProvisionedDatabaseResponse> {
+    if (!this.config.env.INSTANT_DATABASES) {
+      throw new ApiException(ErrorCode.EntityNotFound, 'No route for POST /databases/provision');
+    }
+    const claimCode = randomToken(24);
+    const claim = await this.admit(clientAddress, hashCode(claimCode));
+    const holder = await this.workspaces.holdingWorkspace();
+    const name = `instant_${randomBytes(6).toString('hex')}`;
+    const created = await this.databases.create(
+      holder,
+      { databaseName: name, region: region ?? CREATABLE_REGIONS[0] },
+      { withinPlan: false },
+    );
+    await this.claims.update({ id: claim.id }, { databaseId: created.id });
+    // Without a pooled database at hand, build it now (the job that was enqueued finds it done).
+    if (created.status !== DatabaseStatus.Ready) {
+      try {
+        await this.lifecycle.provision(created.id);
+      } catch (err) {
+        await this.databases.deleteNowIfIn(created.id, holder.id);
+        this.logger.error({ databaseId: created.id, err: messageOf(err) }, 'instant database could not be built');
+        throw new ApiException(
+          ErrorCode.DbCreationFailure,
+          `The database could not be built on a server of region ${created.region}; retry later`,
+          { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
+        );
+      }
+    }
+    const credential = await this.credentials.create(holder, name, null);
+    const host = credential.database.dbHost!.replace(/^postgres:\/\//, '');
+    return {
+      database: {
+        id: credential.database.id,
+        name,
+        status: credential.database.status,
+        region: credential.database.region,
+        dbHost: credential.database.dbHost!,
+        created: credential.database.created,
+      },
+      user: credential.id,
+      password: credential.password,
+      connectionString: `postgres://${credential.id}:${encodeURIComponent(credential.password)}@${host}`,
+      claimCode,
+      claimExpiresAt: claim.expiresAt,
+    };
+  }
+
+  /**
+   * Moves the database of `claimCode` into `workspace`, keeping its data and credentials. An
+   * unknown, used or expired code is 404; a workspace that cannot take it is 400.
+   */
+  async claim(workspace: WorkspaceEntity, claimCode: string, developerId: string): Promise<DatabaseResponse> {
+    const holder = await this.workspaces.holdingWorkspace();
+    const moved = await this.dataSource.transaction(async (manager) => {
+      const claim = await manager
+        .getRepository(DatabaseClaimEntity)
+        .createQueryBuilder('c')
+        .setLock('pessimistic_write')
+        .where('c.code_hash = :hash AND c.claimed_at IS NULL AND c.expires_at > now() AND c.database_id IS NOT NULL', {
+          hash: hashCode(claimCode),
+        })
+        .getOne();
+      if (!claim) throw new ApiException(ErrorCode.EntityNotFound, 'Claim code is invalid or expired');
+      const database = await this.databases.moveToWorkspace(manager, claim.databaseId!, holder.id, workspace);
+      await manager
+        .getRepository(DatabaseClaimEntity)
+        .update({ id: claim.id }, { claimedAt: new Date(), claimedBy: developerId });
+      return database;
+    });
+    return this.databases.describe(moved, workspace);
+  }
+
+  /** Drops (queues for finalization now) every unclaimed instant database whose code has expired. */
+  async dropExpired(now = new Date()): Promise<number> {
+    const expired = await this.claims.find({
+      select: { id: true, databaseId: true },
+      where: { claimedAt: IsNull(), databaseId: Not(IsNull()), expiresAt: LessThanOrEqual(now) },
+      take: 500,
+    });
+    const holder = await this.workspaces.holdingWorkspace();
+    let dropped = 0;
+    for (const claim of expired) {
+      if (await this.databases.deleteNowIfIn(claim.databaseId!, holder.id)) dropped++;
+    }
+    if (dropped) this.logger.log({ dropped }, 'unclaimed instant databases queued for finalization');
+    return dropped;
+  }
+
+  /**
+   * Counts the attempt against the abuse limits (per address and in all, over the last hour) and
+   * records it with its claim code, under a lock so parallel attempts are counted one by one.
+   */
+  private async admit(clientAddress: string, codeHash: string): Promise<DatabaseClaimEntity> {
+    const env = this.config.env;
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', ['instant-databases']);
+      const repo = manager.getRepository(DatabaseClaimEntity);
+      const since = new Date(Date.now() - HOUR_MS);
+      const byAddress = await repo.find({
+        select: { created: true },
+        where: { clientAddress, created: MoreThan(since) },
+        order: { created: 'ASC' },
+        take: env.INSTANT_DATABASES_PER_ADDRESS_PER_HOUR,
+      });
+      if (byAddress.length >= env.INSTANT_DATABASES_PER_ADDRESS_PER_HOUR) {
+        throw this.tooMany('from your address', byAddress[0].created);
+      }
+      const all = await repo.count({ where: { created: MoreThan(since) } });
+      if (all >= env.INSTANT_DATABASES_PER_HOUR) {
+        const [oldest] = await repo.find({
+          select: { created: true },
+          where: { created: MoreThan(since) },
+          order: { created: 'ASC' },
+          take: 1,
+        });
+        throw this.tooMany('on this service', oldest.created);
+      }
+      return repo.save(
+        repo.create({
+          codeHash,
+          clientAddress,
+          databaseId: null,
+          expiresAt: new Date(Date.now() + env.INSTANT_DATABASE_CLAIM_TTL_SECONDS * 1000),
+          claimedAt: null,
+          claimedBy: null,
+        }),
+      );
+    });
+  }
+
+  private tooMany(where: string, oldest: Date): ApiException {
+    const retryAfter = Math.max(1, Math.ceil((oldest.getTime() + HOUR_MS - Date.now()) / 1000));
+    return new ApiException(
+      ErrorCode.ThresholdExceeded,
+      `Too many instant databases provisioned ${where} in the last hour; retry in ${retryAfter} seconds`,
+      { headers: { 'Retry-After': String(retryAfter) } },
+    );
+  }
+}

@@ -1,0 +1,224 @@
+import { createHash } from 'node:crypto';
+import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
+import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
+import { createWorkspace, databaseRow, physicalDatabaseExists, queryAs, unique } from './support';
+
+interface Provisioned {
+  database: { id: string; name: string; status: string; region: string; dbHost: string; created: string };
+  user: string;
+  password: string;
+  connectionString: string;
+  claimCode: string;
+  claimExpiresAt: string;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+async function queryWith<R extends object>(connectionString: string, sql: string): Promise<R[]> {
+  const url = new URL(connectionString);
+  const dbHost = `postgres://${url.host}${url.pathname}`;
+  return queryAs<R>(dbHost, decodeURIComponent(url.username), decodeURIComponent(url.password), sql);
+}
+
+describe('instant databases without an account', () => {
+  let t: TestApp;
+  let auth: { Authorization: string };
+  beforeAll(async () => {
+    t = await createTestApp({
+      PLAN_FREE_MAX_DATABASES: '2',
+      DATABASE_POOL_TARGET: '1',
+      INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '100',
+    });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  const provision = async (): Promise<Provisioned> => {
+    const res = await t.http.post('/databases/provision').send({});
+    expect({ status: res.status, body: res.body as unknown }).toEqual({ status: 201, body: expect.any(Object) });
+    return res.body as Provisioned;
+  };
+
+  it('provisions a READY database with a working connection string, claims it into a workspace with its data and credential', async () => {
+    const res = await t.http.post('/databases/provision').send({ region: 'AWS_US_WEST_2' });
+    expect(res.status).toBe(201);
+    const p = res.body as Provisioned;
+    expect(p).toEqual({
+      database: {
+        id: expect.any(String),
+        name: expect.stringMatching(/^instant_[0-9a-f]{12}$/),
+        status: 'READY',
+        region: 'AWS_US_WEST_2',
+        dbHost: expect.stringMatching(/^postgres:\/\/[^@/]+\/[a-z0-9_]+$/),
+        created: expect.any(String),
+      },
+      user: expect.any(String),
+      password: expect.any(String),
+      connectionString: expect.stringMatching(/^postgres:\/\/[^:]+:[^@]+@/),
+      claimCode: expect.any(String),
+      claimExpiresAt: expect.any(String),
+    });
+    const ttl = new Date(p.claimExpiresAt).getTime() - Date.now();
+    expect(ttl).toBeGreaterThan(23.9 * 3600 * 1000);
+    expect(ttl).toBeLessThanOrEqual(24 * 3600 * 1000);
+
+    await queryWith(p.connectionString, 'CREATE TABLE notes (body text); INSERT INTO notes VALUES ($$kept$$)');
+
+    // The code is stored only as its hash; the database belongs to no workspace anyone is in.
+    const [claim] = await t.dataSource.query('SELECT * FROM database_claims WHERE database_id = $1', [p.database.id]);
+    expect(claim.code_hash).toBe(sha256(p.claimCode));
+    expect(JSON.stringify(claim)).not.toContain(p.claimCode);
+    const ws = await createWorkspace(t, auth);
+    await t.http.get(`/databases/${p.database.id}`).set(auth).expect(404);
+
+    const claimed = await t.http
+      .post(`/workspaces/${ws.slug}/databases/claim`)
+      .set(auth)
+      .send({ claimCode: p.claimCode });
+    expect(claimed.status).toBe(200);
+    expect(claimed.body).toMatchObject({
+      id: p.database.id,
+      name: p.database.name,
+      status: 'READY',
+      workspace: { id: ws.id, slug: ws.slug },
+      dbHost: p.database.dbHost,
+    });
+    const listed = await t.http.get(`/workspaces/${ws.slug}/databases`).set(auth).expect(200);
+    expect(listed.body.map((d: { id: string }) => d.id)).toEqual([p.database.id]);
+    const credentials = await t.http
+      .get(`/workspaces/${ws.slug}/databases/${p.database.name}/credentials`)
+      .set(auth)
+      .expect(200);
+    expect(credentials.body.map((c: { id: string }) => c.id)).toEqual([p.user]);
+    expect(await queryWith<{ body: string }>(p.connectionString, 'SELECT body FROM notes')).toEqual([{ body: 'kept' }]);
+
+    const again = await t.http
+      .post(`/workspaces/${ws.slug}/databases/claim`)
+      .set(auth)
+      .send({ claimCode: p.claimCode });
+    expect(again.status).toBe(404);
+    expect(again.body).toEqual({
+      errorCode: 'entity_not_found',
+      message: 'Claim code is invalid or expired',
+      statusCode: 404,
+    });
+  });
+
+  it('answers an unknown code with 404 and a bad body with 400', async () => {
+    const ws = await createWorkspace(t, auth);
+    const unknown = await t.http.post(`/workspaces/${ws.slug}/databases/claim`).set(auth).send({ claimCode: 'nope' });
+    expect(unknown.status).toBe(404);
+    for (const body of [{}, { claimCode: '' }, { claimCode: 7 }]) {
+      const res = await t.http.post(`/workspaces/${ws.slug}/databases/claim`).set(auth).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.errorCode).toBe('bad_request');
+    }
+    const region = await t.http.post('/databases/provision').send({ region: 'MARS_1' });
+    expect(region.status).toBe(400);
+  });
+
+  it('refuses a claim into a workspace whose plan is full, or that has a database of that name, with 400 saying which', async () => {
+    const full = await createWorkspace(t, auth);
+    for (let i = 0; i < 2; i++) {
+      await t.http
+        .post(`/workspaces/${full.slug}/databases`)
+        .set(auth)
+        .send({ databaseName: `f_${unique()}`, region: 'AWS_US_WEST_2' })
+        .expect(201);
+    }
+    const p = await provision();
+    const refused = await t.http
+      .post(`/workspaces/${full.slug}/databases/claim`)
+      .set(auth)
+      .send({ claimCode: p.claimCode });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({
+      errorCode: 'bad_request',
+      message: 'The FREE plan allows 2 databases; the workspace has no room for this database',
+      statusCode: 400,
+    });
+
+    const same = await createWorkspace(t, auth);
+    await t.http
+      .post(`/workspaces/${same.slug}/databases`)
+      .set(auth)
+      .send({ databaseName: p.database.name, region: 'AWS_US_WEST_2' })
+      .expect(201);
+    const clash = await t.http
+      .post(`/workspaces/${same.slug}/databases/claim`)
+      .set(auth)
+      .send({ claimCode: p.claimCode });
+    expect(clash.status).toBe(400);
+    expect(clash.body.message).toBe(`The workspace already has a database named ${p.database.name}`);
+    expect((await databaseRow(t, p.database.id)).deleted).toBeNull();
+  });
+
+  it('refuses an expired code with 404 and drops the unclaimed database when its code expires', async () => {
+    const p = await provision();
+    await t.dataSource.query(
+      "UPDATE database_claims SET expires_at = now() - interval '1 second' WHERE database_id = $1",
+      [p.database.id],
+    );
+    const ws = await createWorkspace(t, auth);
+    const expired = await t.http
+      .post(`/workspaces/${ws.slug}/databases/claim`)
+      .set(auth)
+      .send({ claimCode: p.claimCode });
+    expect(expired.status).toBe(404);
+
+    const physical = (await databaseRow(t, p.database.id)).physical_name;
+    expect(await physicalDatabaseExists(physical)).toBe(true);
+    expect(await t.app.get(InstantDatabasesService).dropExpired()).toBeGreaterThanOrEqual(1);
+    await eventually(async () => ((await databaseRow(t, p.database.id)).finalized ? true : null));
+    expect(await physicalDatabaseExists(physical)).toBe(false);
+    await expect(queryWith(p.connectionString, 'SELECT 1')).rejects.toThrow();
+  });
+});
+
+describe('instant database abuse limits and the operator switch', () => {
+  it('limits provisioning per client address and in all per hour with 429 and Retry-After', async () => {
+    const t = await createTestApp({
+      INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '2',
+      INSTANT_DATABASES_PER_HOUR: '3',
+      DATABASE_POOL_TARGET: '0',
+    });
+    try {
+      // Only this spec provisions: earlier attempts of this run leave the window.
+      await t.dataSource.query("UPDATE database_claims SET created = created - interval '2 hours'");
+      const from = (address: string) => t.http.post('/databases/provision').set('X-Forwarded-For', address).send({});
+      expect((await from('203.0.113.1')).status).toBe(201);
+      expect((await from('203.0.113.1')).status).toBe(201);
+      const perAddress = await from('203.0.113.1');
+      expect(perAddress.status).toBe(429);
+      expect(perAddress.body).toEqual({
+        errorCode: 'threshold_exceeded',
+        message: expect.stringMatching(/from your address/),
+        statusCode: 429,
+      });
+      expect(Number(perAddress.headers['retry-after'])).toBeGreaterThan(3500);
+
+      expect((await from('203.0.113.2')).status).toBe(201);
+      const overall = await from('203.0.113.3');
+      expect(overall.status).toBe(429);
+      expect(overall.body.message).toMatch(/on this service/);
+      expect(Number(overall.headers['retry-after'])).toBeGreaterThan(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('answers 404 when the operator has turned instant databases off', async () => {
+    const t = await createTestApp({ INSTANT_DATABASES: 'off' });
+    try {
+      const res = await t.http.post('/databases/provision').send({});
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({
+        errorCode: 'entity_not_found',
+        message: 'No route for POST /databases/provision',
+        statusCode: 404,
+      });
+    } finally {
+      await t.close();
+    }
+  });
+});
