@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 
-/** Drops this run's metadata database and whatever it left on the data plane. */
+/** Drops this run's metadata databases and whatever it left on the data plane. */
 export default async function globalTeardown(): Promise<void> {
   const url = process.env.DATABASE_URL;
   if (url?.includes('/cp_test_')) {
@@ -10,6 +10,12 @@ export default async function globalTeardown(): Promise<void> {
     const client = new Client({ connectionString: admin.toString() });
     await client.connect();
     await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+    // Specs that need a database of their own (test/support/own-database.ts) name it after the run's.
+    const own = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
+      `${name.replace(/_/g, '\\_')}\\_%`,
+    ]);
+    for (const { datname } of own.rows)
+      await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(datname)} WITH (FORCE)`);
     await client.end();
   }
   const prefix = process.env.DATA_PLANE_NAME_PREFIX;
