@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run bench [-- --quick] [-- --no-build]`: the service against minimal raw baselines, side by side in
+ * `npm run bench [-- --quick] [--no-build] [--cpu-prof]`: the service against minimal raw baselines, side by side in
  * one run, reported as ratios (issue 11). See README "Performance" for what each scenario measures.
  *
  * The service runs as in production (`node dist/src/main.js`, NODE_ENV=production, generated
@@ -26,6 +26,8 @@ const root = join(__dirname, '..');
 const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
 const BUILD = !argv.includes('--no-build');
+/** `--cpu-prof`: the service writes a V8 CPU profile of the whole run to bench/results/ when it stops. */
+const CPU_PROF = argv.includes('--cpu-prof');
 
 /** Sizes of a full run, and the scaled-down --quick smoke run (under three minutes). */
 const P = QUICK
@@ -218,8 +220,11 @@ async function main() {
   });
   cleanups.unshift(() => dropEverything(dpUrl));
 
+  const profiling = CPU_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${resultsDir}`, `--cpu-prof-name=service-${runId}.cpuprofile`]
+    : [];
   procs.service = S.startNode(
-    ['--expose-gc', '--require', join(__dirname, 'lib/gc-on-signal.js'), join(root, 'dist/src/main.js')],
+    [...profiling, '--expose-gc', '--require', join(__dirname, 'lib/gc-on-signal.js'), join(root, 'dist/src/main.js')],
     {
       env,
       logFile: serviceLog,
