@@ -398,7 +398,9 @@ async function main() {
 
   await scenario('memory', '≤ +20%', async () => {
     const remaining = P.memoryReads - (oursReads - readsAtWarm);
-    if (remaining > 0) countReads(await reads(ours, readPath, undefined, { amount: remaining }));
+    // --quick bounds the top-up by time instead (it must finish on a busy machine); the metric names the count.
+    if (remaining > 0 && QUICK) countReads(await reads(ours, readPath, 5));
+    else if (remaining > 0) countReads(await reads(ours, readPath, undefined, { amount: remaining }));
     const rssAfter = await gcAndRss();
     const growth = rssAfter / rssWarm - 1;
     const mib = (n) => n / 1024 / 1024;
@@ -411,7 +413,7 @@ async function main() {
       ratio: rssAfter / rssWarm,
       target: '≤ +20%',
       met: growth <= 0.2,
-      note: `${QUICK ? `quick: ${fmt(P.memoryReads)} reads instead of 100,000; ` : ''}baseline column = RSS after warm-up`,
+      note: `${QUICK ? `quick: a few thousand reads instead of 100,000; ` : ''}baseline column = RSS after warm-up`,
       oursText: `${fmt(mib(rssAfter))} MiB`,
       baselineText: `${fmt(mib(rssWarm))} MiB (warm)`,
       ratioText: `${growth >= 0 ? '+' : ''}${fmt(growth * 100, 1)}%`,
