@@ -35,18 +35,17 @@ const pool = new Pool({
   connectionTimeoutMillis: 5000,
 });
 
-const DEVELOPER_BY_ID =
-  'SELECT "DeveloperEntity"."id" AS "DeveloperEntity_id", "DeveloperEntity"."email" AS "DeveloperEntity_email", "DeveloperEntity"."kind" AS "DeveloperEntity_kind" FROM "developers" "DeveloperEntity" WHERE (("DeveloperEntity"."id" = $1) AND ("DeveloperEntity"."deleted" IS NULL)) LIMIT 1';
-const WORKSPACE_FOR_MEMBER =
-  'SELECT "w"."id" AS "w_id", "w"."name" AS "w_name", "w"."slug" AS "w_slug", "w"."billing_customer_id" AS "w_billing_customer_id", "w"."created" AS "w_created" FROM "workspaces" "w" INNER JOIN "workspace_members" "m" ON "m"."workspace_id" = "w"."id" AND "m"."developer_id" = $1 WHERE "w"."slug" = $2';
+const DEVELOPER_BY_ID = 'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL';
+const WORKSPACE_FOR_MEMBER = `SELECT w.id, w.name, w.slug, w.billing_customer_id, w.created
+         FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id AND m.developer_id = $1
+        WHERE w.slug = $2`;
 const DATABASE_BY_NAME =
   'SELECT "d"."id" AS "d_id", "d"."workspace_id" AS "d_workspace_id", "d"."name" AS "d_name", "d"."region" AS "d_region", "d"."sharded" AS "d_sharded", "d"."status" AS "d_status", "d"."physical_name" AS "d_physical_name", "d"."last_error" AS "d_last_error", "d"."provision_attempts" AS "d_provision_attempts", "d"."deleted" AS "d_deleted", "d"."deletion_due_at" AS "d_deletion_due_at", "d"."finalized" AS "d_finalized", "d"."created" AS "d_created", "d"."updated" AS "d_updated" FROM "databases" "d" WHERE "d"."workspace_id" = $1 AND "d"."name" = $2 AND "d"."finalized" IS NULL ORDER BY "d"."deleted" DESC NULLS FIRST';
-const DEVELOPERS_BY_IDS =
-  'SELECT "DeveloperEntity"."id" AS "DeveloperEntity_id", "DeveloperEntity"."email" AS "DeveloperEntity_email", "DeveloperEntity"."kind" AS "DeveloperEntity_kind" FROM "developers" "DeveloperEntity" WHERE (("DeveloperEntity"."id" IN ($1)) AND ("DeveloperEntity"."deleted" IS NULL))';
 const WORKSPACES_OF =
   'SELECT "m"."developer_id" AS member_id, "w"."id" AS id, "w"."name" AS name, "w"."slug" AS slug, "w"."billing_customer_id" AS billing_customer_id, "w"."created" AS created FROM "workspace_members" "m" INNER JOIN "workspaces" "w" ON "w"."id" = "m"."workspace_id" WHERE "m"."developer_id" IN ($1) ORDER BY "w"."created" ASC, "w"."id" ASC';
-const DATABASE_IDS_OF = (n) =>
-  `SELECT "DatabaseEntity"."id" AS "DatabaseEntity_id", "DatabaseEntity"."workspace_id" AS "DatabaseEntity_workspace_id" FROM "databases" "DatabaseEntity" WHERE (("DatabaseEntity"."workspace_id" IN (${Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ')})) AND ("DatabaseEntity"."deleted" IS NULL)) ORDER BY "DatabaseEntity"."created" ASC, "DatabaseEntity_id" ASC`;
+const DATABASE_IDS_OF = `SELECT id, workspace_id FROM databases
+        WHERE workspace_id = ANY($1::uuid[]) AND deleted IS NULL
+        ORDER BY created ASC, id ASC`;
 
 function fail(res, statusCode, errorCode, message) {
   res.status(statusCode).json({ errorCode, message, statusCode });
@@ -63,9 +62,7 @@ async function authenticate(req) {
     return null;
   }
   const { rows } = await pool.query(DEVELOPER_BY_ID, [payload.sub]);
-  return rows[0]
-    ? { id: rows[0].DeveloperEntity_id, email: rows[0].DeveloperEntity_email, kind: rows[0].DeveloperEntity_kind }
-    : null;
+  return rows[0] ?? null;
 }
 
 const workspaceJson = (w) => ({
@@ -85,18 +82,12 @@ app.get('/workspaces/:workspaceSlug/databases/:databaseName', async (req, res) =
   if (!developer) return fail(res, 401, 'invalid_credentials', 'Missing, invalid or expired bearer token');
   const ws = (await pool.query(WORKSPACE_FOR_MEMBER, [developer.id, req.params.workspaceSlug.toLowerCase()])).rows[0];
   if (!ws) return fail(res, 403, 'unauthorized_workspace_access', 'You do not have access to this workspace');
-  const d = (await pool.query(DATABASE_BY_NAME, [ws.w_id, req.params.databaseName])).rows[0];
+  const d = (await pool.query(DATABASE_BY_NAME, [ws.id, req.params.databaseName])).rows[0];
   if (!d) return fail(res, 404, 'entity_not_found', `No database named ${req.params.databaseName}`);
   res.json({
     id: d.d_id,
     name: d.d_name,
-    workspace: workspaceJson({
-      id: ws.w_id,
-      name: ws.w_name,
-      slug: ws.w_slug,
-      billing_customer_id: ws.w_billing_customer_id,
-      created: ws.w_created,
-    }),
+    workspace: workspaceJson(ws),
     status: d.d_status,
     region: d.d_region,
     expandable: false,
@@ -109,22 +100,20 @@ app.get('/workspaces/:workspaceSlug/databases/:databaseName', async (req, res) =
 });
 
 app.get('/developers/me', async (req, res) => {
-  const caller = await authenticate(req);
-  if (!caller) return fail(res, 401, 'invalid_credentials', 'Missing, invalid or expired bearer token');
-  const dev = (await pool.query(DEVELOPERS_BY_IDS, [caller.id])).rows[0];
-  if (!dev) return fail(res, 404, 'entity_not_found', 'Developer not found');
-  const workspaces = (await pool.query(WORKSPACES_OF, [caller.id])).rows;
+  const dev = await authenticate(req);
+  if (!dev) return fail(res, 401, 'invalid_credentials', 'Missing, invalid or expired bearer token');
+  const workspaces = (await pool.query(WORKSPACES_OF, [dev.id])).rows;
   const ids = [...new Set(workspaces.map((w) => w.id))];
   const byWorkspace = new Map(ids.map((id) => [id, []]));
   if (ids.length) {
-    for (const row of (await pool.query(DATABASE_IDS_OF(ids.length), ids)).rows) {
-      byWorkspace.get(row.DatabaseEntity_workspace_id)?.push(row.DatabaseEntity_id);
+    for (const row of (await pool.query(DATABASE_IDS_OF, [ids])).rows) {
+      byWorkspace.get(row.workspace_id)?.push(row.id);
     }
   }
   res.json({
-    id: dev.DeveloperEntity_id,
-    email: dev.DeveloperEntity_email,
-    kind: dev.DeveloperEntity_kind,
+    id: dev.id,
+    email: dev.email,
+    kind: dev.kind,
     workspaces: workspaces.map(workspaceJson),
     databases: workspaces.flatMap((w) => byWorkspace.get(w.id) ?? []),
   });

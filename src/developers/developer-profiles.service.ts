@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ApiException } from '../common/errors/api-exception';
 import { DatabasesService } from '../databases/databases.service';
-import { ErrorCode } from '../common/errors/error-code';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
@@ -21,9 +19,9 @@ export class DeveloperProfiles {
     private readonly databases: DatabasesService,
   ) {}
 
-  async describe(developerId: string): Promise<DeveloperResponse> {
-    const [profile] = await this.profiles([developerId]);
-    if (!profile) throw new ApiException(ErrorCode.EntityNotFound, 'Developer not found');
+  /** The caller's own profile: the authentication just loaded the (active) developer. */
+  async describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>): Promise<DeveloperResponse> {
+    const [profile] = await this.profilesOf([caller]);
     return profile;
   }
 
@@ -33,7 +31,13 @@ export class DeveloperProfiles {
   }
 
   private async profiles(ids: string[], sharedWith?: string): Promise<DeveloperResponse[]> {
-    const developers = await this.developers.findActiveMany(ids);
+    return this.profilesOf(await this.developers.findActiveMany(ids), sharedWith);
+  }
+
+  private async profilesOf(
+    developers: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>[],
+    sharedWith?: string,
+  ): Promise<DeveloperResponse[]> {
     const workspaces = await this.workspaces.workspacesOf(
       developers.map((d) => d.id),
       sharedWith,

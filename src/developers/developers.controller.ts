@@ -15,6 +15,6 @@ export class DevelopersController {
   @ApiOperation({ operationId: 'identifyDeveloper', summary: 'Identify the developer behind the presented token' })
   @ApiErrors(401)
   me(@CurrentDeveloper() caller: AuthenticatedDeveloper): Promise<DeveloperResponse> {
-    return this.profiles.describe(caller.id);
+    return this.profiles.describeSelf(caller);
   }
 }

@@ -41,9 +41,19 @@ export class DevelopersService {
    * Hot path (every authenticated request): one indexed lookup of three columns. Inside a
    * transaction, pass its `manager` (a second pool connection per transaction can exhaust the pool).
    */
-  findActive(id: string, manager?: EntityManager): Promise<Pick<DeveloperEntity, 'id' | 'email' | 'kind'> | null> {
-    const repo = manager ? manager.getRepository(DeveloperEntity) : this.developers;
-    return repo.findOne({ select: { id: true, email: true, kind: true }, where: { id, deleted: IsNull() } });
+  /**
+   * The developer if not deleted. On every authenticated request (the JWT strategy): one indexed
+   * statement, raw rows, no entity hydration.
+   */
+  async findActive(
+    id: string,
+    manager: EntityManager = this.developers.manager,
+  ): Promise<Pick<DeveloperEntity, 'id' | 'email' | 'kind'> | null> {
+    const rows = await manager.query<Pick<DeveloperEntity, 'id' | 'email' | 'kind'>[]>(
+      'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL',
+      [id],
+    );
+    return rows[0] ?? null;
   }
 
   /** Active developers by id (the order of the ids is kept). */

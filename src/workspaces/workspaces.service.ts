@@ -9,6 +9,24 @@ import { slugify } from './slug';
 import { WorkspaceMemberEntity } from './workspace-member.entity';
 import { WorkspaceEntity } from './workspace.entity';
 
+interface WorkspaceRow {
+  id: string;
+  name: string;
+  slug: string;
+  billing_customer_id: string | null;
+  created: Date;
+}
+
+function toWorkspace(row: WorkspaceRow): WorkspaceEntity {
+  return Object.assign(new WorkspaceEntity(), {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    billingCustomerId: row.billing_customer_id,
+    created: row.created,
+  });
+}
+
 /** Outside what slugify makes ([a-z0-9_-]) and what the membership guard looks up. */
 const HOLDING_SLUG = '~unclaimed';
 
@@ -61,13 +79,18 @@ export class WorkspacesService {
       .getMany();
   }
 
-  /** The workspace with that slug if the developer is a member of it; null otherwise (also when it does not exist). */
-  findForMember(slug: string, developerId: string): Promise<WorkspaceEntity | null> {
-    return this.workspaces
-      .createQueryBuilder('w')
-      .innerJoin(WorkspaceMemberEntity, 'm', 'm.workspace_id = w.id AND m.developer_id = :developerId', { developerId })
-      .where('w.slug = :slug', { slug: slug.toLowerCase() })
-      .getOne();
+  /**
+   * The workspace with that slug if the developer is a member of it; null otherwise (also when it
+   * does not exist). On every workspace-scoped request: one indexed statement, raw rows.
+   */
+  async findForMember(slug: string, developerId: string): Promise<WorkspaceEntity | null> {
+    const rows = await this.dataSource.query<WorkspaceRow[]>(
+      `SELECT w.id, w.name, w.slug, w.billing_customer_id, w.created
+         FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id AND m.developer_id = $1
+        WHERE w.slug = $2`,
+      [developerId, slug.toLowerCase()],
+    );
+    return rows[0] ? toWorkspace(rows[0]) : null;
   }
 
   isMember(workspaceId: string, developerId: string): Promise<boolean> {
