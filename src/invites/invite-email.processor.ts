@@ -11,7 +11,8 @@ export class InviteEmailProcessor {
 
   constructor(private readonly invites: InvitesService) {}
 
-  @Process(SEND_INVITE_EMAIL)
+  /** Sends run outside any transaction, so a few at once keep a slow SMTP server from queueing the rest. */
+  @Process({ name: SEND_INVITE_EMAIL, concurrency: 4 })
   send(job: Job<{ inviteId: string }>): Promise<'sent' | 'skipped'> {
     return this.invites.deliverEmail(job.data.inviteId);
   }

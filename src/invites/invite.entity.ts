@@ -60,6 +60,10 @@ export class InviteEntity {
   @Column({ name: 'email_sent_at', type: 'timestamptz', nullable: true })
   emailSentAt!: Date | null;
 
+  /** While set and in the future, one job is sending the e-mail (taken and released in short transactions). */
+  @Column({ name: 'email_lease_until', type: 'timestamptz', nullable: true })
+  emailLeaseUntil!: Date | null;
+
   @Column({ name: 'email_attempts', type: 'int', default: 0 })
   emailAttempts!: number;
 

@@ -24,6 +24,8 @@ import { Mailer } from './mailer.service';
 
 export const SEND_INVITE_EMAIL = 'send';
 const OPEN_STATES = [InviteState.EmailPending, InviteState.EmailSent];
+/** Longer than the mailer's connection, greeting and socket timeouts together. */
+const EMAIL_LEASE_SECONDS = 120;
 
 /**
  * Invites: EMAIL_PENDING (created; an e-mail is owed) → EMAIL_SENT (the job delivered it) →
@@ -33,6 +35,7 @@ const OPEN_STATES = [InviteState.EmailPending, InviteState.EmailSent];
 @Injectable()
 export class InvitesService implements OnModuleInit {
   private readonly logger = new Logger(InvitesService.name);
+  private mailHostName?: string;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -196,49 +199,64 @@ export class InvitesService implements OnModuleInit {
   }
 
   /**
-   * The invite e-mail job: sends at most once per invite. The row stays locked while the message
-   * goes out, so a duplicated job waits and then finds the e-mail already sent.
+   * The invite e-mail job. No transaction is open while SMTP is spoken: the job takes a lease on
+   * the invite (one short UPDATE), sends, then records the outcome (another). A duplicated job finds
+   * the lease taken or the e-mail sent and skips; a crash mid-send leaves a lease that runs out,
+   * after which the reconciler's job sends again.
    */
   async deliverEmail(inviteId: string): Promise<'sent' | 'skipped'> {
+    const repo = this.dataSource.getRepository(InviteEntity);
+    const leased = await repo
+      .createQueryBuilder()
+      .update()
+      .set({ emailLeaseUntil: () => `now() + make_interval(secs => ${EMAIL_LEASE_SECONDS})` })
+      .where(
+        'id = :inviteId AND state = :pending AND email_sent_at IS NULL AND expires_at > now() AND (email_lease_until IS NULL OR email_lease_until < now())',
+        { inviteId, pending: InviteState.EmailPending },
+      )
+      .execute();
+    if (!leased.affected) return 'skipped';
     try {
-      return await this.dataSource.transaction(async (tx) => {
-        const invite = await this.withRelations(tx.getRepository(InviteEntity).createQueryBuilder('i'))
-          .addSelect('i.codeCiphertext')
-          .setLock('pessimistic_write', undefined, ['i'])
-          .where('i.id = :inviteId AND i.state = :pending AND i.email_sent_at IS NULL AND i.expires_at > now()', {
-            inviteId,
-            pending: InviteState.EmailPending,
-          })
-          .getOne();
-        if (!invite?.codeCiphertext) return 'skipped';
-        const code = this.secrets.open(invite.codeCiphertext);
-        const link = `${this.config.publicUrl}/invites/accept?code=${encodeURIComponent(code)}&proof=${this.emailProof(code)}`;
-        const workspaceName = invite.workspace!.name;
-        await this.mailer.send({
-          to: invite.email,
-          subject: `You are invited to join ${workspaceName}`,
-          text: `${invite.sender!.email} invited you to the workspace "${workspaceName}".\n\nJoin: ${link}\n\nThe invite expires on ${invite.expiresAt.toISOString()}.\n`,
-          html: `<p>${escapeHtml(invite.sender!.email)} invited you to the workspace <strong>${escapeHtml(workspaceName)}</strong>.</p><p><a href="${escapeHtml(link)}">Join ${escapeHtml(workspaceName)}</a></p><p>The invite expires on ${invite.expiresAt.toISOString()}.</p>`,
-          messageId: `<invite-${invite.id}@${new URL(this.config.publicUrl).hostname}>`,
-        });
-        await tx.getRepository(InviteEntity).update(invite.id, {
-          state: InviteState.EmailSent,
-          emailSentAt: new Date(),
-          emailAttempts: invite.emailAttempts + 1,
+      const invite = await this.withRelations(repo.createQueryBuilder('i'))
+        .addSelect('i.codeCiphertext')
+        .where('i.id = :inviteId', { inviteId })
+        .getOne();
+      if (!invite?.codeCiphertext) return 'skipped';
+      const code = this.secrets.open(invite.codeCiphertext);
+      const link = `${this.config.publicUrl}/invites/accept?code=${encodeURIComponent(code)}&proof=${this.emailProof(code)}`;
+      const workspaceName = invite.workspace!.name;
+      await this.mailer.send({
+        to: invite.email,
+        subject: `You are invited to join ${workspaceName}`,
+        text: `${invite.sender!.email} invited you to the workspace "${workspaceName}".\n\nJoin: ${link}\n\nThe invite expires on ${invite.expiresAt.toISOString()}.\n`,
+        html: `<p>${escapeHtml(invite.sender!.email)} invited you to the workspace <strong>${escapeHtml(workspaceName)}</strong>.</p><p><a href="${escapeHtml(link)}">Join ${escapeHtml(workspaceName)}</a></p><p>The invite expires on ${invite.expiresAt.toISOString()}.</p>`,
+        messageId: `<invite-${invite.id}@${this.mailHost}>`,
+      });
+      // An invite accepted while its e-mail went out keeps its state.
+      await repo
+        .createQueryBuilder()
+        .update()
+        .set({
+          state: () =>
+            `CASE WHEN state = '${InviteState.EmailPending}' THEN '${InviteState.EmailSent}'::invite_state ELSE state END`,
+          emailSentAt: () => 'now()',
+          emailAttempts: () => 'email_attempts + 1',
           codeCiphertext: null,
           lastError: null,
-        });
-        return 'sent';
-      });
+          emailLeaseUntil: null,
+        })
+        .where({ id: inviteId })
+        .execute();
+      return 'sent';
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      await this.dataSource
-        .getRepository(InviteEntity)
+      await repo
         .createQueryBuilder()
         .update()
         .set({
           emailAttempts: () => 'email_attempts + 1',
           lastError: `${ErrorCode.EmailSendFailure}: ${message}`.slice(0, 1000),
+          emailLeaseUntil: null,
         })
         .where({ id: inviteId })
         .execute();
@@ -261,6 +279,10 @@ export class InvitesService implements OnModuleInit {
 
   hasEmailProof(code: string, proof: string | undefined): boolean {
     return !!proof && this.secrets.verifyMac('invite-email', code, proof);
+  }
+
+  private get mailHost(): string {
+    return (this.mailHostName ??= new URL(this.config.publicUrl).hostname);
   }
 
   private dispatchEmail(inviteId: string, redispatch = false): Promise<boolean> {

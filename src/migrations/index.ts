@@ -1,10 +1,12 @@
 import { InitialSchema1795252276538 } from './1795252276538-InitialSchema';
 import { ComputeSubscriptionsBilling1795254361542 } from './1795254361542-ComputeSubscriptionsBilling';
 import { InstantDatabases1795449305544 } from './1795449305544-InstantDatabases';
+import { InviteEmailLease1795451181933 } from './1795451181933-InviteEmailLease';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
   InitialSchema1795252276538,
   ComputeSubscriptionsBilling1795254361542,
   InstantDatabases1795449305544,
+  InviteEmailLease1795451181933,
 ];

@@ -203,6 +203,44 @@ describe('invites', () => {
   });
 });
 
+describe('invite e-mail from a slow SMTP server', () => {
+  it('holds no lock while the message goes out: the invite can be deleted meanwhile, and a second job skips at once', async () => {
+    const smtp = await TestSmtpServer.start();
+    smtp.holdMs = 4000;
+    const t = await createTestApp({ SMTP_URL: smtp.url });
+    try {
+      const owner = await createDeveloperWithToken(t.app);
+      const ws = (
+        await t.http
+          .post('/workspaces')
+          .set(owner.auth)
+          .send({ name: `Slow ${Date.now()}` })
+          .expect(201)
+      ).body;
+      const invite = (
+        await t.http
+          .post(`/workspaces/${ws.slug}/invites`)
+          .set(owner.auth)
+          .send({ email: uniqueEmail('slow') })
+          .expect(201)
+      ).body;
+      await eventually(async () => {
+        const [row] = await t.dataSource.query('SELECT email_lease_until FROM invites WHERE id = $1', [invite.id]);
+        return row.email_lease_until !== null;
+      });
+
+      const started = Date.now();
+      expect(await t.app.get(InvitesService).deliverEmail(invite.id)).toBe('skipped');
+      await t.http.delete(`/workspaces/${ws.slug}/invites/${invite.id}`).set(owner.auth).expect(204);
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(await t.dataSource.query('SELECT id FROM invites WHERE id = $1', [invite.id])).toEqual([]);
+    } finally {
+      await t.close();
+      await smtp.close();
+    }
+  });
+});
+
 describe('invite e-mail while the SMTP server is down', () => {
   it('keeps the invite EMAIL_PENDING with the failure recorded, then delivers exactly once when the server is back', async () => {
     const smtp = new TestSmtpServer(await freePort()); // a known port with nothing listening yet

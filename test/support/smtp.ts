@@ -12,6 +12,8 @@ export interface ReceivedMail {
 export class TestSmtpServer {
   readonly messages: ReceivedMail[] = [];
   private server?: SMTPServer;
+  /** How long the server sits on each message before accepting it (a slow SMTP server). */
+  holdMs = 0;
 
   constructor(readonly port: number) {}
 
@@ -36,7 +38,7 @@ export class TestSmtpServer {
             raw,
             decoded: decodeQuotedPrintable(raw),
           });
-          callback();
+          setTimeout(callback, this.holdMs);
         });
       },
     });
