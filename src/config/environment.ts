@@ -43,6 +43,13 @@ export class EnvironmentVariables {
   @Max(65535)
   PORT = 3000;
 
+  /** The worker's own HTTP port: /health/live, /health/ready and /metrics (0 picks a free port). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  WORKER_PORT = 3001;
+
   @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
   PUBLIC_URL = 'http://localhost:3000';
 

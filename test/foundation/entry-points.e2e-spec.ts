@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 const root = join(__dirname, '..', '..');
@@ -44,19 +45,24 @@ describe('entry points (built app)', () => {
     expect(result.output).toMatch(/PORT: .*integer/);
   });
 
-  it('boots the worker alone and shuts it down cleanly on SIGTERM', async () => {
+  it('boots the worker alone, answers its readiness probe and shuts it down cleanly on SIGTERM', async () => {
+    const port = await freePort();
     let stopped = false;
+    let ready: Promise<number> | undefined;
     const result = await run(
       'worker.js',
-      { QUEUE_PREFIX: `worker-smoke-${Date.now()}`, DATABASE_POOL_TARGET: '0' },
+      { QUEUE_PREFIX: `worker-smoke-${Date.now()}`, DATABASE_POOL_TARGET: '0', WORKER_PORT: String(port) },
       (text, stop) => {
         if (!stopped && text.includes('worker started')) {
           stopped = true;
-          stop();
+          ready = fetch(`http://127.0.0.1:${port}/health/ready`)
+            .then((res) => res.status)
+            .finally(stop);
         }
       },
     );
     expect(stopped).toBe(true);
+    expect(await ready).toBe(200);
     // On failure, show how the worker ended and what it said last.
     const lastLines = result.output.trim().split('\n').slice(-8).join('\n');
     expect({ code: result.code, signal: result.signal, lastLines }).toEqual({
@@ -66,3 +72,14 @@ describe('entry points (built app)', () => {
     });
   });
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
