@@ -19,6 +19,7 @@ import { HealthModule } from './health/health.module';
 import { InvitesModule } from './invites/invites.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { OperationsMetricsModule } from './observability/operations-metrics.module';
 import { QueuesModule } from './queues/queues.module';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module';
 import { WorkspacesModule } from './workspaces/workspaces.module';
@@ -37,6 +38,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     AuthModule,
     OAuthModule,
     HealthModule,
+    OperationsMetricsModule,
     DevelopersModule,
     WorkspacesModule,
     DataPlaneModule,

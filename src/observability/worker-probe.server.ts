@@ -11,11 +11,13 @@ import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
 import { NOT_READY_RETRY_AFTER_SECONDS, Readiness } from '../health/readiness';
-import { writeError } from './operator-auth';
+import { OperationsMetrics } from './operations-metrics';
+import { requireOperator, writeError } from './operator-auth';
 
 /**
  * The worker's small HTTP port (WORKER_PORT): `/health/live`, `/health/ready` (the metadata
- * PostgreSQL and Redis answer; 503 once shutdown has begun) and `/metrics`. The worker has no API,
+ * PostgreSQL and Redis answer; 503 once shutdown has begun) and `/metrics` (operator credentials,
+ * only with OPERATOR_PASSWORD). The worker has no API,
  * so this is a plain Node server, not a Nest HTTP app (which would serve every controller).
  */
 @Injectable()
@@ -27,6 +29,7 @@ export class WorkerProbeServer implements OnApplicationBootstrap, BeforeApplicat
   constructor(
     private readonly config: AppConfig,
     private readonly readiness: Readiness,
+    private readonly metrics: OperationsMetrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -76,9 +79,21 @@ export class WorkerProbeServer implements OnApplicationBootstrap, BeforeApplicat
         return writeJson(res, 200, { status: 'ok' });
       case '/health/ready':
         return this.ready(res);
-      default:
-        return writeError(res, 404, ErrorCode.EntityNotFound, `No route for ${req.method} ${path}`);
+      case '/metrics':
+        if (this.config.env.OPERATOR_PASSWORD) return this.exposition(req, res, this.config.env.OPERATOR_PASSWORD);
+        break;
     }
+    writeError(res, 404, ErrorCode.EntityNotFound, `No route for ${req.method} ${path}`);
+  }
+
+  /** The worker's metrics, behind the operator's credentials as on the API. */
+  private async exposition(req: IncomingMessage, res: ServerResponse, password: string): Promise<void> {
+    let allowed = false;
+    requireOperator(password)(req, res, () => (allowed = true));
+    if (!allowed) return;
+    const { contentType, body } = await this.metrics.exposition();
+    res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-store' });
+    res.end(body);
   }
 
   private async ready(res: ServerResponse): Promise<void> {

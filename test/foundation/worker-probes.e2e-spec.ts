@@ -2,6 +2,7 @@ import { Test, TestingModule } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import { WorkerProbeServer } from '../../src/observability/worker-probe.server';
 import { WorkerModule } from '../../src/worker.module';
+import { itWithPromtool, promtoolProblems } from '../support/promtool';
 
 /** Boots the worker's module graph in-process (as worker.ts does) on a free probe port. */
 async function bootWorker(env: Record<string, string> = {}) {
@@ -74,5 +75,26 @@ describe("the worker's probe port", () => {
     const post = await booted.get('/health/live', { method: 'POST' });
     expect(post.status).toBe(405);
     expect(post.headers.get('allow')).toBe('GET, HEAD');
+  });
+
+  itWithPromtool('serves its own /metrics to the operator, a valid exposition', async () => {
+    booted = await bootWorker({ OPERATOR_PASSWORD: 'operator-password-for-tests' });
+    const anonymous = await booted.get('/metrics');
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Basic/);
+    expect((await anonymous.json()).errorCode).toBe('invalid_credentials');
+    const authorization = `Basic ${Buffer.from('operator:operator-password-for-tests').toString('base64')}`;
+    const res = await booted.get('/metrics', { headers: { authorization } });
+    expect(res.status).toBe(200);
+    const exposition = await res.text();
+    expect(exposition).toMatch(/^bull_queue_jobs\{queue="database-lifecycle",state="waiting"\} \d+$/m);
+    expect(exposition).toMatch(/^metadata_pool_connections\{state="total"\} \d+$/m);
+    expect(exposition).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(promtoolProblems(exposition)).toEqual({ status: 0, output: '' });
+  });
+
+  it('does not serve /metrics without OPERATOR_PASSWORD', async () => {
+    booted = await bootWorker({ OPERATOR_PASSWORD: '' });
+    expect((await booted.get('/metrics')).status).toBe(404);
   });
 });
