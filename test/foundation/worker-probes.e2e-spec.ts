@@ -82,7 +82,7 @@ describe("the worker's probe port", () => {
     const anonymous = await booted.get('/metrics');
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toMatch(/^Basic/);
-    expect((await anonymous.json()).errorCode).toBe('invalid_credentials');
+    expect(((await anonymous.json()) as { errorCode: string }).errorCode).toBe('invalid_credentials');
     const authorization = `Basic ${Buffer.from('operator:operator-password-for-tests').toString('base64')}`;
     const res = await booted.get('/metrics', { headers: { authorization } });
     expect(res.status).toBe(200);
