@@ -62,6 +62,13 @@ export class EnvironmentVariables {
   @Max(100)
   DATABASE_POOL_SIZE = 4;
 
+  /** How long a starting process waits for the metadata PostgreSQL to accept connections (0: no wait). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3600)
+  DATABASE_BOOT_WAIT_SECONDS = 60;
+
   @IsUrl({ protocols: ['redis', 'rediss'], require_tld: false, require_protocol: true })
   REDIS_URL = 'redis://127.0.0.1:6379';
 

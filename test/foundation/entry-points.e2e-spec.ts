@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { connect, createServer, Server } from 'node:net';
 import { join } from 'node:path';
 
 const root = join(__dirname, '..', '..');
@@ -70,6 +70,60 @@ describe('entry points (built app)', () => {
       signal: null,
       lastLines: expect.any(String),
     });
+  });
+
+  it('waits for a metadata database that starts after it, then boots', async () => {
+    const metadata = new URL(process.env.DATABASE_URL!);
+    const port = await freePort();
+    const late = new URL(metadata.toString());
+    late.hostname = '127.0.0.1';
+    late.port = String(port);
+    let proxy: Server | undefined;
+    // The database "starts" once the worker has found it missing: a TCP proxy to the real one opens on the port.
+    const openDatabase = () => {
+      proxy = createServer((socket) => {
+        const upstream = connect(Number(metadata.port || 5432), metadata.hostname);
+        socket.pipe(upstream).pipe(socket);
+        socket.on('error', () => upstream.destroy());
+        upstream.on('error', () => socket.destroy());
+      }).listen(port, '127.0.0.1');
+    };
+    let started = false;
+    try {
+      const result = await run(
+        'worker.js',
+        {
+          DATABASE_URL: late.toString(),
+          QUEUE_PREFIX: `worker-late-db-${Date.now()}`,
+          DATABASE_POOL_TARGET: '0',
+          WORKER_PORT: String(await freePort()),
+        },
+        (text, stop) => {
+          if (!proxy && text.includes('The metadata database is not reachable yet (ECONNREFUSED)')) openDatabase();
+          if (!started && text.includes('worker started')) {
+            started = true;
+            stop();
+          }
+        },
+      );
+      expect(proxy).toBeDefined();
+      expect(started).toBe(true);
+      expect(result.code).toBe(0);
+    } finally {
+      await new Promise((resolve) => (proxy ? proxy.close(resolve) : resolve(undefined)));
+    }
+  });
+
+  it('gives up on an unreachable metadata database after DATABASE_BOOT_WAIT_SECONDS, exit 1', async () => {
+    const unreachable = new URL(process.env.DATABASE_URL!);
+    unreachable.hostname = '127.0.0.1';
+    unreachable.port = String(await freePort());
+    const began = Date.now();
+    const result = await run('main.js', { DATABASE_URL: unreachable.toString(), DATABASE_BOOT_WAIT_SECONDS: '2' });
+    expect(result.code).toBe(1);
+    expect(Date.now() - began).toBeGreaterThanOrEqual(2000);
+    expect(result.output).toContain('The metadata database is not reachable yet (ECONNREFUSED)');
+    expect(result.output).toContain('Could not prepare the metadata database');
   });
 });
 
