@@ -2,6 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck } from '@nestjs/terminus';
 import { Public } from '../auth/public.decorator';
+import { ApiErrorResponse } from '../common/http/api-errors.decorator';
 import { Readiness } from './readiness';
 
 const NOT_READY = 'PostgreSQL or Redis does not answer: the error body (server_error) names which, with Retry-After';
@@ -17,7 +18,7 @@ export class HealthController {
   @HealthCheck({ swaggerDocumentation: false })
   @ApiOperation({ summary: 'Readiness (same as /health/ready)' })
   @ApiOkResponse({ description: 'PostgreSQL and Redis answer' })
-  @ApiServiceUnavailableResponse({ description: NOT_READY })
+  @ApiServiceUnavailableResponse({ type: ApiErrorResponse, description: NOT_READY })
   check() {
     return this.readiness.check();
   }
@@ -27,7 +28,7 @@ export class HealthController {
   @HealthCheck({ swaggerDocumentation: false })
   @ApiOperation({ summary: 'Readiness: the metadata PostgreSQL and Redis answer' })
   @ApiOkResponse({ description: 'PostgreSQL and Redis answer' })
-  @ApiServiceUnavailableResponse({ description: NOT_READY })
+  @ApiServiceUnavailableResponse({ type: ApiErrorResponse, description: NOT_READY })
   ready() {
     return this.readiness.check();
   }
