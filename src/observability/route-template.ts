@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 
-/** Mounted pages whose inner paths are not worth telling apart (their own routers, static files). */
+/** Mounted pages: paths under them that no route template matched (static files) count as the mount point. */
 const MOUNTED = ['/docs', '/admin/queues', '/metrics'];
 
 /**

@@ -39,6 +39,8 @@ describe('GET /metrics (Prometheus)', () => {
         .expect(200);
       await t.http.get('/workspaces').expect(401);
       await t.http.get(`/no/such/path/${Date.now()}`).expect(404);
+      await t.http.get('/admin/queues/api/queues').auth('operator', PASSWORD).expect(200);
+      await t.http.get('/docs/').expect(200);
       await t.app.get(DataPlane).shardingAvailable('AWS_US_WEST_2');
       await reconcile(t.app);
       const res = await t.http.get('/metrics').auth('operator', PASSWORD).expect(200);
@@ -79,6 +81,13 @@ describe('GET /metrics (Prometheus)', () => {
         ]),
       );
       expect(exposition).not.toContain('/no/such/path');
+      // Mounted routers report their own templates under the mount point; their static files, the mount point.
+      expect(counts).toContainEqual(
+        'http_request_duration_seconds_count{method="GET",route="/admin/queues/api/queues",status_code="200"} 1',
+      );
+      expect(counts).toContainEqual(
+        'http_request_duration_seconds_count{method="GET",route="/docs",status_code="200"} 1',
+      );
       expect(exposition).toContain('http_request_duration_seconds_bucket{le="0.005",method="POST",route="/workspaces"');
     });
 
