@@ -12,6 +12,11 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
+# Where the generated development secrets live (SECRETS_FILE in docker-compose.yml). A named volume
+# mounted here starts as a copy of this directory, so it must exist and belong to `node` in the image;
+# otherwise the volume is root-owned and the API cannot write its secrets file.
+RUN mkdir -p /var/lib/control-plane && chown node:node /var/lib/control-plane
 USER node
-EXPOSE 3000
+# 3000: the API (PORT); 3001: the worker's probes and metrics (WORKER_PORT).
+EXPOSE 3000 3001
 CMD ["node", "dist/src/main.js"]

@@ -20,6 +20,7 @@ import { InstantDatabasesModule } from './instant-databases/instant-databases.mo
 import { InvitesModule } from './invites/invites.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { OperationsMetricsModule } from './observability/operations-metrics.module';
 import { QueuesModule } from './queues/queues.module';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module';
 import { WorkspacesModule } from './workspaces/workspaces.module';
@@ -38,6 +39,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     AuthModule,
     OAuthModule,
     HealthModule,
+    OperationsMetricsModule,
     DevelopersModule,
     WorkspacesModule,
     DataPlaneModule,

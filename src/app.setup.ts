@@ -7,6 +7,7 @@ import basicAuth from 'express-basic-auth';
 import helmet from 'helmet';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
+import { installHttpMetrics, installMetricsEndpoint } from './observability/metrics-endpoint';
 import { JobDispatcher } from './queues/job-dispatcher';
 import { ALL_QUEUES } from './queues/queue-names';
 
@@ -33,6 +34,7 @@ export function buildOpenApiDocument(app: NestExpressApplication): OpenAPIObject
 export function configureApp(app: NestExpressApplication): NestExpressApplication {
   const config = app.get(AppConfig);
   app.useLogger(app.get(Logger));
+  installHttpMetrics(app);
   app.set('trust proxy', 'loopback');
   app.disable('x-powered-by');
   app.use(
@@ -56,5 +58,6 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
       board.getRouter(),
     );
   }
+  installMetricsEndpoint(app);
   return app;
 }

@@ -1,10 +1,12 @@
 import { AppConfig } from './config/app-config';
 import { InvalidEnvironmentError } from './config/environment';
 import { migrateDatabase } from './database/data-source-options';
+import { untilReachable } from './database/wait-for-database';
 
 /**
- * What both entry points do before Nest starts: validate the configuration (exit 1 listing every
- * problem), create the metadata database if needed and run pending migrations.
+ * What both entry points (and the CLI) do before Nest starts: validate the configuration (exit 1
+ * listing every problem), wait up to DATABASE_BOOT_WAIT_SECONDS for the metadata database to be
+ * reachable, create it if needed and run pending migrations.
  */
 export async function bootstrapChecks(): Promise<AppConfig> {
   let config: AppConfig;
@@ -17,11 +19,25 @@ export async function bootstrapChecks(): Promise<AppConfig> {
     }
     throw err;
   }
+  const waitSeconds = config.env.DATABASE_BOOT_WAIT_SECONDS;
   try {
-    await migrateDatabase(config.env.DATABASE_URL);
+    // A database started at the same moment (docker compose, a rebooted host) may not accept
+    // connections yet: wait for it, for a bounded time.
+    await untilReachable(() => migrateDatabase(config.env.DATABASE_URL), {
+      waitMs: waitSeconds * 1000,
+      onRetry: (err, delayMs) =>
+        process.stderr.write(
+          `The metadata database is not reachable yet (${describe(err)}); retrying in ${delayMs} ms (up to ${waitSeconds} s in all)\n`,
+        ),
+    });
   } catch (err) {
     process.stderr.write(`Could not prepare the metadata database: ${(err as Error).message}\n`);
     process.exit(1);
   }
   return config;
+}
+
+function describe(err: unknown): string {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  return typeof code === 'string' ? code : typeof message === 'string' ? message : String(err);
 }

@@ -30,7 +30,7 @@ const MAX_TTL_SECONDS = 366 * 86400;
 
 const COMMANDS: Record<string, Command> = {
   'developer:create': {
-    usage: 'developer:create --email E --password P | developer:create --email E --kind API',
+    usage: 'developer:create --email E --password P|- | developer:create --email E --kind API',
     options: { email: { type: 'string' }, password: { type: 'string' }, kind: { type: 'string' } },
     prepare(options) {
       const email = required(options, 'email');
@@ -82,6 +82,18 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
+/** Standard input up to its end, less one trailing newline (what `echo` or a here-string adds). */
+async function passwordFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Password (then Enter and Ctrl-D): ');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const password = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+  if (!password) throw new UsageError('--password -: nothing on standard input');
+  return password;
+}
+
 function required(options: Options, name: string): string {
   const value = options[name];
   if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
@@ -110,7 +122,10 @@ async function main(argv: string[]): Promise<number> {
   let task: Task;
   try {
     const { values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false });
-    task = command.prepare(values);
+    const options: Options = values;
+    // `--password -`: the password comes from standard input, so it stays out of argv (ps) and shell history.
+    if (options.password === '-') options.password = await passwordFromStdin();
+    task = command.prepare(options);
   } catch (err) {
     return fail((err as Error).message, command.usage);
   }

@@ -2,14 +2,17 @@ import 'reflect-metadata';
 import './worker-mode';
 import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
-import { AppModule } from './app.module';
 import { bootstrapChecks } from './bootstrap';
 import { closeOnSignals } from './shutdown';
+import { WorkerModule } from './worker.module';
 
-/** The queue processors alone: the same modules as the API, as an application context without HTTP. */
+/**
+ * The queue processors alone: the same modules as the API, as an application context without the
+ * API's HTTP server; only its probe port (WORKER_PORT) listens.
+ */
 async function main(): Promise<void> {
   await bootstrapChecks();
-  const app = await NestFactory.createApplicationContext(AppModule, { bufferLogs: true });
+  const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: true });
   const logger = app.get(Logger);
   app.useLogger(logger);
   closeOnSignals(app, logger);

@@ -52,6 +52,13 @@ export class EnvironmentVariables {
   @Max(65535)
   PORT = 3000;
 
+  /** The worker's own HTTP port: /health/live, /health/ready and /metrics (0 picks a free port). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  WORKER_PORT = 3001;
+
   @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
   PUBLIC_URL = 'http://localhost:3000';
 
@@ -63,6 +70,13 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(100)
   DATABASE_POOL_SIZE = 4;
+
+  /** How long a starting process waits for the metadata PostgreSQL to accept connections (0: no wait). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3600)
+  DATABASE_BOOT_WAIT_SECONDS = 60;
 
   @IsUrl({ protocols: ['redis', 'rediss'], require_tld: false, require_protocol: true })
   REDIS_URL = 'redis://127.0.0.1:6379';

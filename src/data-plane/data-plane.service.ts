@@ -42,6 +42,19 @@ export class DataPlane implements OnApplicationShutdown {
     await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
   }
 
+  /**
+   * Connections of each admin pool, labelled by the server it reaches (host:port, never the
+   * credentials), for /metrics. The one place that knows how pools are keyed.
+   */
+  adminPoolStats(): { server: string; total: number; idle: number; waiting: number }[] {
+    return [...this.pools].map(([url, pool]) => ({
+      server: new URL(url).host,
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }));
+  }
+
   /** `host:port` customers connect to for databases of this region. */
   publicHost(region: Region): string {
     const configured = this.config.env[`DATA_PLANE_PUBLIC_HOST_${region}`] || this.config.env.DATA_PLANE_PUBLIC_HOST;

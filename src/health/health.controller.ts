@@ -1,48 +1,44 @@
-import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
-import { ApiOkResponse, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
-import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { HealthCheck } from '@nestjs/terminus';
 import { Public } from '../auth/public.decorator';
-import { ApiException } from '../common/errors/api-exception';
-import { ErrorCode } from '../common/errors/error-code';
-import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
+import { ApiErrorResponse } from '../common/http/api-errors.decorator';
+import { Readiness } from './readiness';
+
+const NOT_READY = 'PostgreSQL or Redis does not answer: the error body (server_error) names which, with Retry-After';
 
 @ApiTags('health')
 @Controller('health')
 export class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly db: TypeOrmHealthIndicator,
-    private readonly indicators: HealthIndicatorService,
-    private readonly jobs: JobDispatcher,
-  ) {}
+  constructor(private readonly readiness: Readiness) {}
 
-  /** 200 when PostgreSQL and Redis answer; 503 naming the part that does not. */
+  /** Kept for existing probes: the same answer as /health/ready. */
   @Public()
   @Get()
   @HealthCheck({ swaggerDocumentation: false })
+  @ApiOperation({ summary: 'Readiness (same as /health/ready)' })
   @ApiOkResponse({ description: 'PostgreSQL and Redis answer' })
-  @ApiServiceUnavailableResponse({ description: 'A dependency is down; the body names it' })
-  async check() {
-    try {
-      return await this.health.check([
-        () => this.db.pingCheck('postgres').withTimeout(1500),
-        () =>
-          this.indicators
-            .check('redis')
-            .attempt(async () => {
-              await this.jobs.queue(Queues.DatabaseLifecycle).client.ping();
-            })
-            .withTimeout(1500),
-      ]);
-    } catch (err) {
-      if (!(err instanceof ServiceUnavailableException)) throw err;
-      const details =
-        (err.getResponse() as { error?: Record<string, unknown>; details?: Record<string, unknown> }) ?? {};
-      const down = Object.keys(details.error ?? {});
-      throw new ApiException(ErrorCode.ServerError, `Unhealthy: ${down.join(', ') || 'unknown'} not answering`, {
-        extra: { status: 'error', down, details: details.details },
-      });
-    }
+  @ApiServiceUnavailableResponse({ type: ApiErrorResponse, description: NOT_READY })
+  check() {
+    return this.readiness.check();
+  }
+
+  @Public()
+  @Get('ready')
+  @HealthCheck({ swaggerDocumentation: false })
+  @ApiOperation({ summary: 'Readiness: the metadata PostgreSQL and Redis answer' })
+  @ApiOkResponse({ description: 'PostgreSQL and Redis answer' })
+  @ApiServiceUnavailableResponse({ type: ApiErrorResponse, description: NOT_READY })
+  ready() {
+    return this.readiness.check();
+  }
+
+  /** Liveness asks nothing of the dependencies: restarting the process would not bring them back. */
+  @Public()
+  @Get('live')
+  @ApiOperation({ summary: 'Liveness: the process is up and serving' })
+  @ApiOkResponse({ description: 'The process answers' })
+  live(): { status: 'ok' } {
+    return { status: 'ok' };
   }
 }

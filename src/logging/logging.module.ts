@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import { LoggerModule } from 'nestjs-pino';
 import { AppConfig } from '../config/app-config';
+import { routeTemplateOf } from '../observability/route-template';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -41,13 +43,26 @@ export const REDACTED_PATHS = [
             return id;
           },
           // Query strings can carry codes (the OAuth redirect, invite links): log the path only.
+          // Headers of neither the request nor the response are logged.
           serializers: {
             req: (req: { id: string; method: string; url: string }) => ({
               id: req.id,
               method: req.method,
               path: req.url.split('?')[0],
             }),
+            res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
           },
+          // The one line per request: the request (id, method, path) is bound to every line of it;
+          // the completion line adds the route template, the status and the duration.
+          customAttributeKeys: { responseTime: 'durationMs' },
+          customSuccessObject: (req, res, value: object) => ({
+            ...value,
+            route: routeTemplateOf(req as Request, res as Response),
+          }),
+          customErrorObject: (req, res, _err, value: object) => ({
+            ...value,
+            route: routeTemplateOf(req as Request, res as Response),
+          }),
           customLogLevel: (_req, res, err) =>
             err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
         },

@@ -4,6 +4,7 @@ import { ModuleRef } from '@nestjs/core';
 import type { Queue } from 'bull';
 import { AppConfig } from '../config/app-config';
 import { QueueName } from './queue-names';
+import { currentReconcileTally } from './reconcile-tally';
 
 export interface DispatchOptions {
   /** Deterministic id: the same piece of work always has the same id, so duplicates collapse. */
@@ -49,6 +50,7 @@ export class JobDispatcher {
     });
     try {
       await Promise.race([add, timeout]);
+      currentReconcileTally.getStore()?.count(queue);
       return true;
     } catch (err) {
       add.catch(() => undefined);

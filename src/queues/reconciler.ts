@@ -1,5 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
+import type { QueueName } from './queue-names';
+import { currentReconcileTally, ReconcilerStats, ReconcileTally } from './reconcile-tally';
 
 export type ReconcileTask = () => Promise<unknown>;
 
@@ -14,6 +16,7 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
   private readonly tasks = new Map<string, ReconcileTask>();
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
+  private readonly figures: ReconcilerStats = { passes: 0, taskRuns: new Map(), enqueued: new Map() };
 
   constructor(private readonly config: AppConfig) {}
 
@@ -38,15 +41,31 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
     return this.running;
   }
 
+  /** Passes, task outcomes and what the tasks re-enqueued, since this process started. */
+  get stats(): Readonly<ReconcilerStats> {
+    return this.figures;
+  }
+
   private async pass(): Promise<void> {
     for (const [name, task] of this.tasks) {
+      const tally = new ReconcileTally();
+      const runs = this.figures.taskRuns.get(name) ?? { ok: 0, failed: 0 };
+      this.figures.taskRuns.set(name, runs);
       try {
-        await task();
+        await currentReconcileTally.run(tally, task);
+        runs.ok++;
       } catch (err) {
+        runs.failed++;
         // The message and stack only: a failed query's error also carries its parameters.
         const error = err instanceof Error ? { message: err.message, stack: err.stack } : { message: String(err) };
         this.logger.error({ err: error, task: name }, 'reconcile task failed');
+      } finally {
+        const enqueued = this.figures.enqueued.get(name) ?? new Map<QueueName, number>();
+        for (const [queue, count] of tally.enqueued) enqueued.set(queue, (enqueued.get(queue) ?? 0) + count);
+        this.figures.enqueued.set(name, enqueued);
       }
     }
+    this.figures.passes++;
+    this.figures.lastPassEndedAt = new Date();
   }
 }

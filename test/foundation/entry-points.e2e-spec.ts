@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { connect, createServer, Server } from 'node:net';
 import { join } from 'node:path';
 
 const root = join(__dirname, '..', '..');
@@ -44,19 +45,24 @@ describe('entry points (built app)', () => {
     expect(result.output).toMatch(/PORT: .*integer/);
   });
 
-  it('boots the worker alone and shuts it down cleanly on SIGTERM', async () => {
+  it('boots the worker alone, answers its readiness probe and shuts it down cleanly on SIGTERM', async () => {
+    const port = await freePort();
     let stopped = false;
+    let ready: Promise<number> | undefined;
     const result = await run(
       'worker.js',
-      { QUEUE_PREFIX: `worker-smoke-${Date.now()}`, DATABASE_POOL_TARGET: '0' },
+      { QUEUE_PREFIX: `worker-smoke-${Date.now()}`, DATABASE_POOL_TARGET: '0', WORKER_PORT: String(port) },
       (text, stop) => {
         if (!stopped && text.includes('worker started')) {
           stopped = true;
-          stop();
+          ready = fetch(`http://127.0.0.1:${port}/health/ready`)
+            .then((res) => res.status)
+            .finally(stop);
         }
       },
     );
     expect(stopped).toBe(true);
+    expect(await ready).toBe(200);
     // On failure, show how the worker ended and what it said last.
     const lastLines = result.output.trim().split('\n').slice(-8).join('\n');
     expect({ code: result.code, signal: result.signal, lastLines }).toEqual({
@@ -65,4 +71,69 @@ describe('entry points (built app)', () => {
       lastLines: expect.any(String),
     });
   });
+
+  it('waits for a metadata database that starts after it, then boots', async () => {
+    const metadata = new URL(process.env.DATABASE_URL!);
+    const port = await freePort();
+    const late = new URL(metadata.toString());
+    late.hostname = '127.0.0.1';
+    late.port = String(port);
+    let proxy: Server | undefined;
+    // The database "starts" once the worker has found it missing: a TCP proxy to the real one opens on the port.
+    const openDatabase = () => {
+      proxy = createServer((socket) => {
+        const upstream = connect(Number(metadata.port || 5432), metadata.hostname);
+        socket.pipe(upstream).pipe(socket);
+        socket.on('error', () => upstream.destroy());
+        upstream.on('error', () => socket.destroy());
+      }).listen(port, '127.0.0.1');
+    };
+    let started = false;
+    try {
+      const result = await run(
+        'worker.js',
+        {
+          DATABASE_URL: late.toString(),
+          QUEUE_PREFIX: `worker-late-db-${Date.now()}`,
+          DATABASE_POOL_TARGET: '0',
+          WORKER_PORT: String(await freePort()),
+        },
+        (text, stop) => {
+          if (!proxy && text.includes('The metadata database is not reachable yet (ECONNREFUSED)')) openDatabase();
+          if (!started && text.includes('worker started')) {
+            started = true;
+            stop();
+          }
+        },
+      );
+      expect(proxy).toBeDefined();
+      expect(started).toBe(true);
+      expect(result.code).toBe(0);
+    } finally {
+      await new Promise((resolve) => (proxy ? proxy.close(resolve) : resolve(undefined)));
+    }
+  });
+
+  it('gives up on an unreachable metadata database after DATABASE_BOOT_WAIT_SECONDS, exit 1', async () => {
+    const unreachable = new URL(process.env.DATABASE_URL!);
+    unreachable.hostname = '127.0.0.1';
+    unreachable.port = String(await freePort());
+    const began = Date.now();
+    const result = await run('main.js', { DATABASE_URL: unreachable.toString(), DATABASE_BOOT_WAIT_SECONDS: '2' });
+    expect(result.code).toBe(1);
+    expect(Date.now() - began).toBeGreaterThanOrEqual(2000);
+    expect(result.output).toContain('The metadata database is not reachable yet (ECONNREFUSED)');
+    expect(result.output).toContain('Could not prepare the metadata database');
+  });
 });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -36,6 +36,27 @@ describe('operator CLI (dist/src/cli.js)', () => {
     expect(again.stderr).toMatch(/already exists/);
   });
 
+  it('developer:create --password - reads the password from standard input (out of argv, ps and shell history)', async () => {
+    const email = uniqueEmail('cli-stdin');
+    const result = await runCli(['developer:create', '--email', email, '--password', '-'], {}, 'piped passphrase -\n');
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+    const { rows } = await db.query<{ password_hash: string }>('SELECT password_hash FROM developers WHERE id = $1', [
+      result.json!.id,
+    ]);
+    // One trailing newline (what `echo` or a here-string adds) is not part of the password.
+    expect(await verifySecret('piped passphrase -', rows[0].password_hash)).toBe(true);
+    expect(await verifySecret('-', rows[0].password_hash)).toBe(false);
+  });
+
+  it('developer:create --password - with nothing on standard input is refused before anything is created', async () => {
+    const email = uniqueEmail('cli-stdin-empty');
+    const result = await runCli(['developer:create', '--email', email, '--password', '-'], {}, '');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/--password -: nothing on standard input/);
+    const { rowCount } = await db.query('SELECT 1 FROM developers WHERE email = $1', [email]);
+    expect(rowCount).toBe(0);
+  });
+
   it('developer:create --kind API creates an API developer and its client, showing the secret once', async () => {
     const email = uniqueEmail('cli-api');
     const result = await runCli(['developer:create', '--email', email, '--kind', 'API']);

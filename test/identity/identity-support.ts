@@ -149,15 +149,16 @@ export interface CliResult {
   json?: Record<string, unknown>;
 }
 
-/** Runs the built operator CLI (`node dist/src/cli.js`) against this test run's database. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/** Runs the built operator CLI (`node dist/src/cli.js`) against this test run's database; `input` is its standard input. */
+export function runCli(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
   const root = join(__dirname, '..', '..');
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(root, 'dist/src/cli.js'), ...args], {
       cwd: root,
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
+    child.stdin.end(input ?? '');
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -17,6 +17,7 @@ import { TokenRequestDto } from './dto/token-request.dto';
 import { TokenEndpointService } from './token-endpoint.service';
 import { tokenError } from './token-errors';
 import { TokenErrorBody, TokenResponseBody } from './token.response';
+import { ApiErrorResponse } from '../../common/http/api-errors.decorator';
 
 @ApiTags('oauth2')
 @Public()
@@ -41,7 +42,10 @@ export class TokenController {
     description: 'invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type or invalid_scope',
   })
   @ApiUnauthorizedResponse({ type: TokenErrorBody, description: 'invalid_client' })
-  @ApiTooManyRequestsResponse({ description: 'Too many attempts from this address for this client' })
+  @ApiTooManyRequestsResponse({
+    type: ApiErrorResponse,
+    description: 'Too many attempts from this address for this client (threshold_exceeded, with Retry-After)',
+  })
   async getToken(
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,

@@ -1,0 +1,7 @@
+import { Global, Module } from '@nestjs/common';
+import { OperationsMetrics } from './operations-metrics';
+
+/** Prometheus metrics of the process (served by configureApp at /metrics and by the worker's probe port). */
+@Global()
+@Module({ providers: [OperationsMetrics], exports: [OperationsMetrics] })
+export class OperationsMetricsModule {}

@@ -1,0 +1,241 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import type { Job } from 'bull';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+import { DataPlane } from '../data-plane/data-plane.service';
+import { JobDispatcher } from '../queues/job-dispatcher';
+import { ALL_QUEUES } from '../queues/queue-names';
+import { Reconciler } from '../queues/reconciler';
+
+/** A scrape must answer even while a dependency hangs: each source gets this long. */
+const SOURCE_TIMEOUT_MS = 1000;
+const JOB_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+interface PoolCounts {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+/**
+ * The process's Prometheus registry: HTTP requests, Bull queues and jobs, the metadata and
+ * data-plane pools, databases by status, expiring credentials, reconciler passes and the process
+ * defaults. One registry per app (not prom-client's global one), so two apps in one process (the
+ * tests) each report their own. Gauges read their source when scraped.
+ */
+@Injectable()
+export class OperationsMetrics implements OnModuleInit {
+  private readonly logger = new Logger(OperationsMetrics.name);
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP requests by route template, method and status, and how long they took',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  private readonly jobDuration = new Histogram({
+    name: 'bull_job_duration_seconds',
+    help: 'Bull jobs processed by this process, by queue, job name and outcome, and how long they ran',
+    labelNames: ['queue', 'job', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+
+  constructor(
+    private readonly jobs: JobDispatcher,
+    private readonly dataSource: DataSource,
+    private readonly dataPlane: DataPlane,
+    private readonly reconciler: Reconciler,
+  ) {
+    collectDefaultMetrics({ register: this.registry });
+    // Gauges named like counters, which `promtool check metrics` flags; the per-type
+    // nodejs_active_handles / _requests / _resources gauges beside them carry the same counts.
+    for (const name of [
+      'nodejs_active_handles_total',
+      'nodejs_active_requests_total',
+      'nodejs_active_resources_total',
+    ]) {
+      this.registry.removeSingleMetric(name);
+    }
+    this.defineGauges();
+    this.defineReconcilerSeries();
+  }
+
+  onModuleInit(): void {
+    // Local events: they fire in the process that ran the job (a worker, or the API with WORKERS=on).
+    for (const name of ALL_QUEUES) {
+      const queue = this.jobs.queue(name);
+      const observe = (job: Job, outcome: 'completed' | 'failed') => {
+        const seconds = ((job.finishedOn ?? Date.now()) - (job.processedOn ?? Date.now())) / 1000;
+        this.jobDuration.observe({ queue: name, job: job.name, outcome }, Math.max(0, seconds));
+      };
+      queue.on('completed', (job: Job) => observe(job, 'completed'));
+      queue.on('failed', (job: Job) => observe(job, 'failed'));
+    }
+  }
+
+  /** The exposition (Prometheus text format) and its content type. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private defineGauges(): void {
+    const { jobs, dataSource, dataPlane } = this;
+    const bounded = this.bounded.bind(this);
+    new Gauge({
+      name: 'bull_queue_jobs',
+      help: 'Jobs in each Bull queue by state (omitted for a queue whose Redis does not answer)',
+      labelNames: ['queue', 'state'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        await Promise.all(
+          ALL_QUEUES.map(async (name) => {
+            const counts = await bounded(`queue ${name}`, jobs.queue(name).getJobCounts());
+            if (!counts) return;
+            for (const state of JOB_STATES) this.set({ queue: name, state }, counts[state] ?? 0);
+          }),
+        );
+      },
+    });
+    new Gauge({
+      name: 'metadata_pool_connections',
+      help: 'Connections of the metadata PostgreSQL pool: total, idle, and requests waiting for one',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const pool = (dataSource.driver as unknown as { master?: PoolCounts }).master;
+        if (!pool) return;
+        this.set({ state: 'total' }, pool.totalCount);
+        this.set({ state: 'idle' }, pool.idleCount);
+        this.set({ state: 'waiting' }, pool.waitingCount);
+      },
+    });
+    new Gauge({
+      name: 'data_plane_pool_connections',
+      help: 'Connections of the data-plane admin pools by server (host:port): total, idle, and requests waiting',
+      labelNames: ['server', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const byServer = new Map<string, { total: number; idle: number; waiting: number }>();
+        for (const pool of dataPlane.adminPoolStats()) {
+          const sum = byServer.get(pool.server) ?? { total: 0, idle: 0, waiting: 0 };
+          sum.total += pool.total;
+          sum.idle += pool.idle;
+          sum.waiting += pool.waiting;
+          byServer.set(pool.server, sum);
+        }
+        for (const [server, sum] of byServer) {
+          for (const state of ['total', 'idle', 'waiting'] as const) this.set({ server, state }, sum[state]);
+        }
+      },
+    });
+    new Gauge({
+      name: 'control_plane_databases',
+      help: 'Customer databases by status; DELETION_PENDING: deleted, not yet finalized',
+      labelNames: ['status'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const rows = await bounded(
+          'databases by status',
+          dataSource.query<{ status: string; count: string }[]>(
+            `SELECT CASE WHEN deleted IS NULL THEN status::text ELSE 'DELETION_PENDING' END AS status, count(*) AS count
+               FROM databases WHERE finalized IS NULL GROUP BY 1`,
+          ),
+        );
+        for (const row of rows ?? []) this.set({ status: row.status }, Number(row.count));
+      },
+    });
+    new Gauge({
+      name: 'control_plane_credentials_expiring',
+      help: 'Credentials whose expiry is set and whose role is not dropped yet; overdue: the expiry has passed',
+      labelNames: ['due'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const rows = await bounded(
+          'expiring credentials',
+          dataSource.query<{ upcoming: string; overdue: string }[]>(
+            `SELECT count(*) FILTER (WHERE expires_at > now()) AS upcoming,
+                    count(*) FILTER (WHERE expires_at <= now()) AS overdue
+               FROM credentials WHERE expires_at IS NOT NULL AND dropped IS NULL`,
+          ),
+        );
+        if (!rows?.[0]) return;
+        this.set({ due: 'upcoming' }, Number(rows[0].upcoming));
+        this.set({ due: 'overdue' }, Number(rows[0].overdue));
+      },
+    });
+  }
+
+  private defineReconcilerSeries(): void {
+    const reconciler = this.reconciler;
+    new Counter({
+      name: 'reconciler_passes_total',
+      help: 'Reconcile passes this process finished',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(reconciler.stats.passes);
+      },
+    });
+    new Counter({
+      name: 'reconciler_task_runs_total',
+      help: 'Reconcile task runs by task and outcome (ok, failed)',
+      labelNames: ['task', 'outcome'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [task, runs] of reconciler.stats.taskRuns) {
+          this.inc({ task, outcome: 'ok' }, runs.ok);
+          this.inc({ task, outcome: 'failed' }, runs.failed);
+        }
+      },
+    });
+    new Counter({
+      name: 'reconciler_jobs_enqueued_total',
+      help: 'Jobs the reconcile tasks re-enqueued, by task and queue (an id already queued collapses into it)',
+      labelNames: ['task', 'queue'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [task, queues] of reconciler.stats.enqueued) {
+          for (const [queue, count] of queues) this.inc({ task, queue }, count);
+        }
+      },
+    });
+    new Gauge({
+      name: 'reconciler_last_pass_timestamp_seconds',
+      help: 'When the last reconcile pass of this process ended (Unix time; absent before the first)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const ended = reconciler.stats.lastPassEndedAt;
+        if (ended) this.set(ended.getTime() / 1000);
+      },
+    });
+  }
+
+  /** The source's answer, or undefined (logged) when it fails or takes longer than a scrape can wait. */
+  private async bounded<T>(what: string, source: Promise<T>): Promise<T | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${SOURCE_TIMEOUT_MS} ms`)), SOURCE_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([source, timeout]);
+    } catch (err) {
+      source.catch(() => undefined);
+      this.logger.warn({ source: what, err: err instanceof Error ? err.message : String(err) }, 'metric source failed');
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parse } from 'yaml';
+import { EnvironmentVariables } from '../../src/config/environment';
+
+/**
+ * There is no Docker engine where the tests run, so docker-compose.yml and the Dockerfile are read
+ * line by line here for what makes a first `docker compose up` start (or not).
+ */
+const root = join(__dirname, '..', '..');
+const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8')) as {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+};
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+/** Dockerfile instructions, one per entry (continuation lines joined, comments dropped). */
+const instructions = dockerfile
+  .replace(/\\\n/g, ' ')
+  .split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line && !line.startsWith('#'));
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  pull_policy?: string;
+  restart?: string;
+  command?: string[];
+  environment?: Record<string, string>;
+  volumes?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+}
+
+/** An exact tag: a version with at least major.minor (no `latest`, no bare major), or a digest. */
+const PINNED = /^[a-z0-9./-]+(:v?\d+\.\d+(\.\d+)?(-[a-z0-9.-]+)?|@sha256:[0-9a-f]{64})$/;
+
+describe('Dockerfile and docker-compose.yml', () => {
+  const { api, worker, postgres } = compose.services;
+
+  it('pins every image to an exact tag', () => {
+    const images = Object.entries(compose.services).map(([name, s]) => [name, s.image]);
+    for (const [name, image] of images)
+      expect({ name, image, pinned: PINNED.test(image ?? '') }).toEqual({ name, image, pinned: true });
+    const bases = instructions.filter((i) => i.startsWith('FROM ')).map((i) => i.split(/\s+/)[1]);
+    expect(bases.length).toBeGreaterThanOrEqual(2);
+    for (const base of bases) expect(base).toMatch(PINNED);
+    // The runtime the project supports (.nvmrc), in every stage.
+    const node = readFileSync(join(root, '.nvmrc'), 'utf8').trim().replace(/^v/, '');
+    for (const base of bases) expect(base).toBe(`node:${node}-bookworm-slim`);
+  });
+
+  it('builds one named image, used by both the api and the worker', () => {
+    const building = Object.entries(compose.services).filter(([, s]) => s.build !== undefined);
+    expect(building.map(([name]) => name)).toEqual(['api']);
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    expect(api.image).toBe(`db-control-plane:${version}`);
+    expect(worker.image).toBe(api.image);
+    // Never looked up in a registry: it exists once the api's build has run.
+    expect(worker.pull_policy).toBe('never');
+    expect(worker.command).toEqual(['node', 'dist/src/worker.js']);
+  });
+
+  it('checks PostgreSQL readiness over TCP (the init server on a fresh volume listens on the socket only)', () => {
+    const test = postgres.healthcheck!.test;
+    expect(test.slice(0, 2)).toEqual(['CMD', 'pg_isready']);
+    expect(test[test.indexOf('-h') + 1]).toMatch(/^(127\.0\.0\.1|localhost)$/);
+    expect(api.depends_on).toMatchObject({
+      postgres: { condition: 'service_healthy' },
+      redis: { condition: 'service_healthy' },
+    });
+  });
+
+  it('restarts the api and the worker when they fail', () => {
+    expect(api.restart).toBe('on-failure');
+    expect(worker.restart).toBe('on-failure');
+  });
+
+  it('creates the secrets directory in the image, owned by the user the image runs as', () => {
+    const secretsDir = dirname(api.environment!.SECRETS_FILE);
+    expect(worker.environment!.SECRETS_FILE).toBe(api.environment!.SECRETS_FILE);
+    // The named volume is mounted exactly there in both (so it starts as a copy of the image's directory).
+    for (const service of [api, worker]) {
+      const mount = service.volumes!.map((v) => v.split(':')).find(([, target]) => target === secretsDir);
+      expect(mount && compose.volumes[mount[0]] !== undefined).toBe(true);
+    }
+    const user = instructions.findIndex((i) => i.startsWith('USER '));
+    expect(instructions[user]).toBe('USER node');
+    const prepared = instructions
+      .slice(0, user)
+      .filter((i) => i.startsWith('RUN ') && i.includes(`mkdir -p ${secretsDir}`));
+    expect(prepared).toHaveLength(1);
+    expect(prepared[0]).toMatch(new RegExp(`chown (-R )?node(:node)? ${secretsDir.replace(/\//g, '\\/')}`));
+    // ...and in the final stage, the one that runs.
+    const lastFrom = instructions.map((i) => i.startsWith('FROM ')).lastIndexOf(true);
+    expect(instructions.indexOf(prepared[0])).toBeGreaterThan(lastFrom);
+  });
+
+  it('starts the worker after the api is ready, and probes both on their readiness endpoints', () => {
+    expect(worker.depends_on).toEqual({ api: { condition: 'service_healthy' } });
+    expect(api.healthcheck!.test.join(' ')).toContain('http://127.0.0.1:3000/health/ready');
+    const workerPort = api.environment!.WORKER_PORT ?? '3001';
+    expect(worker.healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${workerPort}/health/ready`);
+  });
+
+  it('sets only variables the service reads', () => {
+    const known = Object.keys(new EnvironmentVariables());
+    for (const service of [api, worker]) {
+      const unknown = Object.keys(service.environment ?? {}).filter((name) => !known.includes(name));
+      expect(unknown).toEqual([]);
+    }
+  });
+});

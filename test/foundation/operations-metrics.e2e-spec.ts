@@ -1,0 +1,156 @@
+import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { createReadyDatabase, createWorkspace } from '../databases/support';
+import { itWithPromtool, promtoolProblems } from '../support/promtool';
+import { createDeveloperWithToken, createTestApp, reconcile, TestApp } from '../support/test-app';
+
+const PASSWORD = 'operator-password-for-tests';
+
+/** The samples of one series name, as `labels value` lines (labels sorted as exposed). */
+function samples(exposition: string, name: string): string[] {
+  return exposition.split('\n').filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `));
+}
+
+describe('GET /metrics (Prometheus)', () => {
+  describe('without OPERATOR_PASSWORD', () => {
+    let t: TestApp;
+    beforeAll(async () => (t = await createTestApp({ OPERATOR_PASSWORD: '' })));
+    afterAll(() => t.close());
+
+    it('is not served', async () => {
+      const res = await t.http.get('/metrics').expect(404);
+      expect(res.body.errorCode).toBe('entity_not_found');
+    });
+  });
+
+  describe('with OPERATOR_PASSWORD', () => {
+    let t: TestApp;
+    let exposition: string;
+    beforeAll(async () => {
+      t = await createTestApp({ OPERATOR_PASSWORD: PASSWORD, DATABASE_POOL_TARGET: '0' });
+      const { auth } = await createDeveloperWithToken(t.app);
+      const { slug } = await createWorkspace(t, auth);
+      const db = await createReadyDatabase(t, auth, slug);
+      const credentials = `/workspaces/${slug}/databases/${db.name}/credentials`;
+      await t.http.post(credentials).set(auth).send({}).expect(200);
+      await t.http
+        .post(`${credentials}/rotate`)
+        .set(auth)
+        .send({ delayOldSecretsExpirationHours: 2, reason: 'metrics' })
+        .expect(200);
+      await t.http.get('/workspaces').expect(401);
+      await t.http.get(`/no/such/path/${Date.now()}`).expect(404);
+      await t.http.get('/admin/queues/api/queues').auth('operator', PASSWORD).expect(200);
+      await t.http.get('/docs/').expect(200);
+      await t.app.get(DataPlane).shardingAvailable('AWS_US_WEST_2');
+      await reconcile(t.app);
+      const res = await t.http.get('/metrics').auth('operator', PASSWORD).expect(200);
+      expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(res.headers['cache-control']).toBe('no-store');
+      exposition = res.text;
+    });
+    afterAll(() => t.close());
+
+    it('asks for the operator credentials with the error body', async () => {
+      for (const attempt of [t.http.get('/metrics'), t.http.get('/metrics').auth('operator', 'wrong-password')]) {
+        const res = await attempt.expect(401);
+        expect(res.headers['www-authenticate']).toMatch(/^Basic realm="operator"/);
+        expect(res.body).toEqual({
+          errorCode: 'invalid_credentials',
+          statusCode: 401,
+          message: 'Operator credentials required',
+        });
+      }
+    });
+
+    it('counts HTTP requests by route template, method and status, never by raw path', () => {
+      const counts = samples(exposition, 'http_request_duration_seconds_count');
+      expect(counts).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(
+            /^http_request_duration_seconds_count\{method="POST",route="\/workspaces",status_code="201"\} 1$/,
+          ),
+          expect.stringMatching(
+            /^http_request_duration_seconds_count\{method="POST",route="\/workspaces\/:workspaceSlug\/databases",status_code="201"\} 1$/,
+          ),
+          expect.stringMatching(
+            /^http_request_duration_seconds_count\{method="GET",route="\/workspaces",status_code="401"\} 1$/,
+          ),
+          expect.stringMatching(
+            /^http_request_duration_seconds_count\{method="GET",route="unmatched",status_code="404"\} 1$/,
+          ),
+        ]),
+      );
+      expect(exposition).not.toContain('/no/such/path');
+      // Mounted routers report their own templates under the mount point; their static files, the mount point.
+      expect(counts).toContainEqual(
+        'http_request_duration_seconds_count{method="GET",route="/admin/queues/api/queues",status_code="200"} 1',
+      );
+      expect(counts).toContainEqual(
+        'http_request_duration_seconds_count{method="GET",route="/docs",status_code="200"} 1',
+      );
+      expect(exposition).toContain('http_request_duration_seconds_bucket{le="0.005",method="POST",route="/workspaces"');
+    });
+
+    it('shows every Bull queue by state and the jobs this process ran', () => {
+      const jobs = samples(exposition, 'bull_queue_jobs');
+      for (const queue of ['database-lifecycle', 'credential-expiry', 'invite-email', 'compute-lifecycle', 'billing']) {
+        for (const state of ['waiting', 'active', 'delayed', 'failed']) {
+          expect(jobs).toContainEqual(
+            expect.stringMatching(new RegExp(`^bull_queue_jobs\\{queue="${queue}",state="${state}"\\} \\d+$`)),
+          );
+        }
+      }
+      // The rotation scheduled the old credential's expiry: a delayed job.
+      expect(jobs).toContainEqual(
+        expect.stringMatching(/^bull_queue_jobs\{queue="credential-expiry",state="delayed"\} [1-9]/),
+      );
+      expect(samples(exposition, 'bull_job_duration_seconds_count')).toContainEqual(
+        expect.stringMatching(
+          /^bull_job_duration_seconds_count\{queue="database-lifecycle",job="[a-z-]+",outcome="completed"\} [1-9]/,
+        ),
+      );
+    });
+
+    it('shows the metadata pool and the data-plane admin pool of each server', () => {
+      for (const state of ['total', 'idle', 'waiting']) {
+        expect(samples(exposition, 'metadata_pool_connections')).toContainEqual(
+          expect.stringMatching(new RegExp(`^metadata_pool_connections\\{state="${state}"\\} \\d+$`)),
+        );
+      }
+      const server = new URL(process.env.DATA_PLANE_URL!).host;
+      expect(exposition).toMatch(
+        new RegExp(`data_plane_pool_connections\\{server="${server.replace(/\./g, '\\.')}",state="total"\\} [1-9]`),
+      );
+      // The admin URL's credentials never appear.
+      const password = new URL(process.env.DATA_PLANE_URL!).password;
+      if (password) expect(exposition).not.toContain(password);
+    });
+
+    it('counts databases by status and credentials waiting to expire', () => {
+      expect(exposition).toMatch(/^control_plane_databases\{status="READY"\} [1-9]/m);
+      expect(exposition).toMatch(/^control_plane_credentials_expiring\{due="upcoming"\} [1-9]/m);
+      expect(exposition).toMatch(/^control_plane_credentials_expiring\{due="overdue"\} \d+$/m);
+    });
+
+    it('counts reconciler passes, task runs and what they re-enqueued', () => {
+      expect(exposition).toMatch(/^reconciler_passes_total 1$/m);
+      expect(exposition).toMatch(/^reconciler_task_runs_total\{task="databases",outcome="ok"\} 1$/m);
+      expect(exposition).toMatch(/^reconciler_last_pass_timestamp_seconds \d+/m);
+      // The rotated-out credential waits for its expiry: the credentials task re-enqueued its job.
+      expect(exposition).toMatch(
+        /^reconciler_jobs_enqueued_total\{task="credentials",queue="credential-expiry"\} [1-9]/m,
+      );
+    });
+
+    it('includes the process defaults', () => {
+      expect(exposition).toMatch(/^process_cpu_user_seconds_total \d/m);
+      expect(exposition).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
+      expect(exposition).toMatch(/^process_resident_memory_bytes \d/m);
+    });
+
+    itWithPromtool('passes `promtool check metrics`', () => {
+      const { status, output } = promtoolProblems(exposition);
+      expect({ status, output }).toEqual({ status: 0, output: '' });
+    });
+  });
+});

@@ -1,0 +1,83 @@
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+const root = join(__dirname, '..', '..');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Runs the built API (its logs go to standard output, as in production), sends `requests` once it
+ * listens, stops it and returns every JSON log line it wrote.
+ */
+async function apiLogsAround(requests: (base: string) => Promise<void>): Promise<Record<string, unknown>[]> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(root, 'dist/src/main.js')], {
+    env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', WORKERS: 'off', DATABASE_POOL_TARGET: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  const guard = setTimeout(() => child.kill('SIGKILL'), 30000);
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      const up = await fetch(`${base}/health/live`).then(
+        () => true,
+        () => false,
+      );
+      if (up) break;
+      if (i > 200) throw new Error(`the API did not start:\n${output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await requests(base);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+    clearTimeout(guard);
+  }
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe('request log (built API)', () => {
+  it('writes one line per request with method, route template, status, duration and request id; no headers, no secrets', async () => {
+    const lines = await apiLogsAround(async (base) => {
+      await fetch(`${base}/workspaces/some-team/databases?limit=5`, {
+        headers: { Authorization: 'Bearer not-a-real-token-5ecret', 'X-Request-Id': 'trace-log-1' },
+      });
+      await fetch(`${base}/health/live`, { headers: { 'X-Request-Id': 'trace-log-2' } });
+    });
+    const first = lines.filter((l) => (l.req as { id?: string } | undefined)?.id === 'trace-log-1');
+    const completed = first.filter((l) => l.msg === 'request completed');
+    expect(completed).toHaveLength(1);
+    expect(completed[0]).toMatchObject({
+      req: { id: 'trace-log-1', method: 'GET', path: '/workspaces/some-team/databases' },
+      route: '/workspaces/:workspaceSlug/databases',
+      res: { statusCode: 401 },
+      durationMs: expect.any(Number),
+    });
+    // Neither the response's nor the request's headers, and never the token.
+    expect(completed[0].res).toEqual({ statusCode: 401 });
+    expect(completed[0].req).toEqual({ id: 'trace-log-1', method: 'GET', path: '/workspaces/some-team/databases' });
+    expect(JSON.stringify(lines)).not.toContain('5ecret');
+
+    const second = lines.filter((l) => (l.req as { id?: string } | undefined)?.id === 'trace-log-2');
+    expect(second).toEqual([
+      expect.objectContaining({ msg: 'request completed', route: '/health/live', res: { statusCode: 200 } }),
+    ]);
+  });
+});

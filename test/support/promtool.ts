@@ -1,0 +1,23 @@
+import { spawnSync } from 'node:child_process';
+
+/** Prometheus's own checker (Debian package `prometheus`; .ci/run installs it). */
+export const PROMTOOL = process.env.PROMTOOL_PATH ?? 'promtool';
+
+export function promtoolAvailable(): boolean {
+  return spawnSync(PROMTOOL, ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+/** Runs `promtool check metrics` on an exposition; returns what it reports (empty when clean). */
+export function promtoolProblems(exposition: string): { status: number | null; output: string } {
+  const result = spawnSync(PROMTOOL, ['check', 'metrics'], { input: exposition, encoding: 'utf8' });
+  return { status: result.status, output: `${result.stdout ?? ''}${result.stderr ?? ''}`.trim() };
+}
+
+/**
+ * `it` when promtool is installed; otherwise a skipped test whose name says why (CI installs it, so
+ * CI never skips).
+ */
+export const itWithPromtool: jest.It = promtoolAvailable()
+  ? it
+  : (((name: string) =>
+      it.skip(`${name} [skipped: promtool not installed; apt-get install prometheus]`, () => undefined)) as jest.It);
