@@ -6,6 +6,7 @@ import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
 import { randomToken } from '../common/crypto/tokens';
+import { isUuid } from '../common/http/uuid';
 import { DeveloperEntity, DeveloperKind } from './developer.entity';
 
 export type DeveloperIdentity = Pick<DeveloperEntity, 'id' | 'email' | 'kind'>;
@@ -49,6 +50,7 @@ export class DevelopersService {
     id: string,
     manager: EntityManager = this.developers.manager,
   ): Promise<Pick<DeveloperEntity, 'id' | 'email' | 'kind'> | null> {
+    if (!isUuid(id)) return null;
     const rows = await manager.query<Pick<DeveloperEntity, 'id' | 'email' | 'kind'>[]>(
       'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL',
       [id],
