@@ -5,6 +5,7 @@ import { QueryFailedError } from 'typeorm';
 import { allowedMethods } from '../http/allowed-methods';
 import { ApiException, ErrorBody } from './api-exception';
 import { ErrorCode } from './error-code';
+import { isDependencyOutage, OUTAGE_RETRY_AFTER_SECONDS } from './outage';
 
 interface PgError {
   code?: string;
@@ -22,8 +23,9 @@ const INVALID_VALUE_CODES = new Set(['22P02', '22001', '22003', '22007', '22021'
 
 /**
  * Writes every error as `{errorCode, message, statusCode}`: ApiExceptions as thrown, Nest/Express
- * HTTP errors mapped by status, PostgreSQL constraint violations to 409/400, anything else to a
- * 500 whose details stay in the log.
+ * HTTP errors mapped by status, PostgreSQL constraint violations to 409/400, a dependency that
+ * cannot be reached (the metadata database refusing connections) to 503 with Retry-After, anything
+ * else to a 500 whose details stay in the log.
  */
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {
@@ -59,6 +61,12 @@ export class AllExceptionsFilter implements ExceptionFilter {
         }
       }
       return { body: this.fromHttpException(exception, req), headers: {} };
+    }
+    if (isDependencyOutage(exception)) {
+      return {
+        body: body(ErrorCode.ServerError, 'The service is temporarily unavailable; retry shortly', 503),
+        headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
+      };
     }
     if (exception instanceof QueryFailedError) {
       const pg = exception.driverError as PgError;
