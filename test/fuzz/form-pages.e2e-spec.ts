@@ -24,7 +24,8 @@ import { TableChecksums } from './support/table-checksum';
  * or a redirect carrying `error=`) changes no row of any table.
  */
 
-jest.setTimeout(300_000);
+// Generous, and longer for a longer hunt (FUZZ_RUNS=…): the cases of one property run in one test.
+jest.setTimeout(Math.max(300_000, FUZZ_RUNS * 8_000));
 
 type Fields = Record<string, string>;
 
