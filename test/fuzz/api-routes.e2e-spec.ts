@@ -1,3 +1,9 @@
+import fc from 'fast-check';
+import { sign } from 'jsonwebtoken';
+import { randomUUID } from 'node:crypto';
+import { AccessTokens } from '../../src/auth/access-tokens';
+import { SigningKeys } from '../../src/auth/signing-keys';
+import { AppConfig } from '../../src/config/app-config';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { ALL_QUEUES } from '../../src/queues/queue-names';
 import { createReadyDatabase, createWorkspace } from '../databases/support';
@@ -6,6 +12,8 @@ import { createOwnDatabase, dropOwnDatabase } from '../support/own-database';
 import { TestSmtpServer } from '../support/smtp';
 import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
 import {
+  BadCredential,
+  badCredentialCase,
   caseFor,
   describeCase,
   Fixtures,
@@ -47,7 +55,8 @@ const FORM_PAGES = new Set([
 /** Served by the Swagger module, not by a controller. */
 const NOT_CONTROLLERS = /^(GET|POST) \/docs|\{\/\*splat\}$/;
 
-jest.setTimeout(300_000);
+// Generous, and longer for a longer hunt (FUZZ_RUNS=…): the cases of one property run in one test.
+jest.setTimeout(Math.max(300_000, FUZZ_RUNS * 8_000));
 
 describe('fuzzing every API route (generated from the router table and the DTO metadata)', () => {
   let t: TestApp;
@@ -60,6 +69,7 @@ describe('fuzzing every API route (generated from the router table and the DTO m
   const fixtures: Fixtures = {};
   let databaseId: string;
   let lastSnapshot: Record<string, string>;
+  let badCredentials: fc.Arbitrary<BadCredential>;
   let total = 0;
   const statuses = new Map<string, number>();
 
@@ -118,6 +128,7 @@ describe('fuzzing every API route (generated from the router table and the DTO m
       developerId: owner.developer.id,
       ym: new Date().toISOString().slice(0, 7),
     });
+    badCredentials = badCredentialsOf(t, owner.developer.id, owner.token);
     checksums = await TableChecksums.connect(databaseUrl);
     lastSnapshot = await checksums.snapshot();
   }, 180_000);
@@ -223,6 +234,25 @@ describe('fuzzing every API route (generated from the router table and the DTO m
     expect(failures).toEqual([]);
   });
 
+  it('answers a missing, malformed, forged, expired or foreign bearer token with 401 on every route that needs one', async () => {
+    const failures: string[] = [];
+    for (const route of apiRoutes().filter((r) => r.documented?.includes(401))) {
+      const failure = await runProperty(
+        `${route.method} ${route.path} bad credentials`,
+        badCredentialCase(route, () => fixtures, badCredentials),
+        (c) =>
+          check(route, c, (res) =>
+            res.status === 401 && (res.json as { errorCode?: string } | undefined)?.errorCode === 'invalid_credentials'
+              ? null
+              : 'expected 401 invalid_credentials',
+          ),
+        Math.max(3, FUZZ_RUNS / 5),
+      );
+      if (failure) failures.push(failure);
+    }
+    expect(failures).toEqual([]);
+  });
+
   it('answers bodies nested thousands of levels deep with 400 bad_request (a nesting limit) on every route with a body', async () => {
     const failures: string[] = [];
     for (const route of apiRoutes().filter((r) => r.body)) {
@@ -251,3 +281,57 @@ describe('fuzzing every API route (generated from the router table and the DTO m
     expect(failures).toEqual([]);
   });
 });
+
+/**
+ * Authorization headers that must all answer 401: none, other schemes, garbage, a tampered
+ * signature, `alg: none`, HS256 signed with the public key (algorithm confusion), and tokens
+ * signed with the real key but expired, not yet valid, for another audience or issuer, or naming
+ * a developer that does not exist or is not a UUID (still a bad token, not an outage).
+ */
+function badCredentialsOf(t: TestApp, developerId: string, valid: string): fc.Arbitrary<BadCredential> {
+  const keys = t.app.get(SigningKeys);
+  const { JWT_ISSUER: issuer, JWT_AUDIENCE: audience } = t.app.get(AppConfig).env;
+  const now = Math.floor(Date.now() / 1000);
+  const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const claims = { sub: developerId, scope: '', iss: issuer, aud: audience, iat: now, exp: now + 3600 };
+  const signed = (payload: object) => sign(payload, keys.privateKey, { algorithm: 'RS256', keyid: keys.keyId });
+  const [head, body, signature] = valid.split('.');
+  const flipped = `${signature.slice(0, -2)}${signature.endsWith('AA') ? 'BB' : 'AA'}`;
+  const fixed: BadCredential[] = [
+    { label: 'no Authorization header' },
+    { label: 'empty', header: '' },
+    { label: 'scheme only', header: 'Bearer' },
+    { label: 'scheme and a space', header: 'Bearer ' },
+    { label: 'Basic', header: `Basic ${Buffer.from('user:password').toString('base64')}` },
+    { label: 'another scheme', header: `Token ${valid}` },
+    { label: 'a garbage token before a valid one', header: `Bearer x${valid} ${valid}` },
+    { label: 'tampered signature', header: `Bearer ${head}.${body}.${flipped}` },
+    { label: 'no signature', header: `Bearer ${head}.${body}.` },
+    { label: 'alg none', header: `Bearer ${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.` },
+    {
+      label: 'HS256 signed with the public key',
+      header: `Bearer ${sign(claims, keys.publicKey.export({ type: 'spki', format: 'pem' }).toString(), { algorithm: 'HS256' })}`,
+    },
+    { label: 'expired', header: `Bearer ${signed({ ...claims, iat: now - 7200, exp: now - 3600 })}` },
+    { label: 'not yet valid', header: `Bearer ${signed({ ...claims, nbf: now + 3600 })}` },
+    { label: 'another audience', header: `Bearer ${signed({ ...claims, aud: 'someone-else' })}` },
+    { label: 'another issuer', header: `Bearer ${signed({ ...claims, iss: 'https://evil.example' })}` },
+    {
+      label: 'unknown developer',
+      header: `Bearer ${t.app.get(AccessTokens).issue({ sub: randomUUID(), scope: '' }).access_token}`,
+    },
+    { label: 'subject not a UUID', header: `Bearer ${signed({ ...claims, sub: "' OR 1=1 --" })}` },
+    { label: 'subject a number', header: `Bearer ${signed({ ...claims, sub: 42 })}` },
+    { label: 'no subject', header: `Bearer ${signed({ ...claims, sub: undefined })}` },
+  ];
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(...fixed) },
+    {
+      weight: 1,
+      arbitrary: fc.stringMatching(/^[\x21-\x7e]{0,300}$/).map((text): BadCredential => ({
+        label: `Bearer ${JSON.stringify(text.slice(0, 40))}`,
+        header: `Bearer ${text}`,
+      })),
+    },
+  );
+}

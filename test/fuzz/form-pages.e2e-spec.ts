@@ -7,7 +7,7 @@ import { ALL_QUEUES } from '../../src/queues/queue-names';
 import { TestSmtpServer } from '../support/smtp';
 import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
 import { describeCase, FuzzCase, FUZZ_RUNS, isErrorBody, runProperty } from './support/fuzz-cases';
-import { hostileString, hostileUrlText, MALFORMED_PERCENT, percentEncode } from './support/hostile-input';
+import { hostileString, hostileUrlText, MALFORMED_PERCENT, nested, percentEncode } from './support/hostile-input';
 import { RawHttp, RawResponse } from './support/raw-http';
 import { routeCatalog } from './support/route-catalog';
 import { TableChecksums } from './support/table-checksum';
@@ -24,7 +24,8 @@ import { TableChecksums } from './support/table-checksum';
  * or a redirect carrying `error=`) changes no row of any table.
  */
 
-jest.setTimeout(300_000);
+// Generous, and longer for a longer hunt (FUZZ_RUNS=…): the cases of one property run in one test.
+jest.setTimeout(Math.max(300_000, FUZZ_RUNS * 8_000));
 
 type Fields = Record<string, string>;
 
@@ -344,6 +345,36 @@ describe('fuzzing the form pages: OAuth token endpoint, login page, invite join 
     const failures: string[] = [];
     for (const [i, page] of pages.entries()) {
       const failure = await runProperty(`${page.method} ${page.path} #${i}`, pageCase(page), check, FUZZ_RUNS * 2);
+      if (failure) failures.push(failure);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('answers JSON bodies nested thousands of levels deep with a 4xx, never a 5xx (the nesting limit)', async () => {
+    const failures: string[] = [];
+    for (const [i, page] of pages.filter((p) => p.method === 'POST').entries()) {
+      const arbitrary = fc
+        .tuple(
+          fc.constantFrom(...Object.keys(page.base())),
+          fc.constantFrom('object', 'array'),
+          fc.integer({ min: 1500, max: 6000 }),
+        )
+        .map(([field, kind, depth]): FuzzCase => ({
+          label: `JSON body with ${field} nested ${depth} ${kind === 'object' ? 'objects' : 'arrays'} deep`,
+          method: 'POST',
+          path: page.path,
+          headers: { ...(page.headers?.() ?? {}), 'Content-Type': 'application/json' },
+          body: `{${Object.entries(page.base())
+            .filter(([k]) => k !== field)
+            .map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)},`)
+            .join('')}${JSON.stringify(field)}:${nested(kind, depth)}}`,
+        }));
+      const failure = await runProperty(
+        `${page.method} ${page.path} #${i} nesting`,
+        arbitrary,
+        check,
+        Math.max(2, FUZZ_RUNS / 10),
+      );
       if (failure) failures.push(failure);
     }
     expect(failures).toEqual([]);

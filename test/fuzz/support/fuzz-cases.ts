@@ -352,3 +352,30 @@ export function isErrorBody(res: RawResponse, extraKeys: string[] = []): boolean
 }
 
 export { validValue };
+
+/** A bearer credential that must not pass, with what is wrong with it. */
+export interface BadCredential {
+  label: string;
+  /** The Authorization header, or none at all. */
+  header?: string;
+}
+
+/** A valid request in every other way, sent with a bad credential. */
+export function badCredentialCase(
+  route: CatalogRoute,
+  fixtures: () => Fixtures,
+  credentials: fc.Arbitrary<BadCredential>,
+): fc.Arbitrary<FuzzCase> {
+  return fc
+    .tuple(credentials, route.body ? validBody(route.body) : fc.constant(undefined))
+    .map(([credential, body]) => ({
+      label: `credential: ${credential.label}`,
+      method: route.method,
+      path: fillPath(route, fixtures()),
+      headers: {
+        ...(credential.header === undefined ? {} : { Authorization: credential.header }),
+        ...(body ? JSON_TYPE : {}),
+      },
+      body: body ? JSON.stringify(body) : undefined,
+    }));
+}
