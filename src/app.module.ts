@@ -16,6 +16,7 @@ import { dataSourceOptions } from './database/data-source-options';
 import { DatabasesModule } from './databases/databases.module';
 import { DevelopersModule } from './developers/developers.module';
 import { HealthModule } from './health/health.module';
+import { InsightsModule } from './insights/insights.module';
 import { InvitesModule } from './invites/invites.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -47,6 +48,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     SubscriptionsModule,
     BillingModule,
     MetricsModule,
+    InsightsModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

@@ -10,6 +10,8 @@ import { CredentialEntity } from '../credentials/credential.entity';
 import { DatabaseEntity } from '../databases/database.entity';
 import { PooledDatabaseEntity } from '../databases/pooled-database.entity';
 import { DeveloperEntity } from '../developers/developer.entity';
+import { StorageUsageEntity } from '../insights/storage-usage.entity';
+import { TelemetrySampleEntity } from '../insights/telemetry-sample.entity';
 import { InviteEntity } from '../invites/invite.entity';
 import { WorkspaceMemberEntity } from '../workspaces/workspace-member.entity';
 import { SubscriptionEntity } from '../subscriptions/subscription.entity';
@@ -33,4 +35,6 @@ export const ENTITIES = [
   ComputeUsagePeriodEntity,
   SubscriptionEntity,
   RatedLineEntity,
+  TelemetrySampleEntity,
+  StorageUsageEntity,
 ];
