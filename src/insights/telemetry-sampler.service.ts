@@ -124,16 +124,23 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
     return this.config.env.TELEMETRY_INTERVAL_SECONDS * 1000;
   }
 
-  /** Adds the repeatable schedule job (idempotent: Bull keys it by name and interval). */
+  /**
+   * Adds the repeatable schedule job (idempotent: Bull keys it by name and interval), and removes
+   * a schedule left by an earlier configuration of the interval.
+   */
   async ensureSchedule(): Promise<void> {
     if (!this.config.workersEnabled) return;
-    await this.jobs
-      .queue(Queues.Telemetry)
-      .add(
-        TelemetryJobs.Schedule,
-        {},
-        { repeat: { every: this.intervalMs }, jobId: SCHEDULE_JOB_ID, removeOnComplete: true, removeOnFail: true },
-      );
+    const queue = this.jobs.queue(Queues.Telemetry);
+    for (const job of await queue.getRepeatableJobs()) {
+      if (job.name === TelemetryJobs.Schedule && Number(job.every) !== this.intervalMs) {
+        await queue.removeRepeatableByKey(job.key);
+      }
+    }
+    await queue.add(
+      TelemetryJobs.Schedule,
+      {},
+      { repeat: { every: this.intervalMs }, jobId: SCHEDULE_JOB_ID, removeOnComplete: true, removeOnFail: true },
+    );
   }
 
   /**

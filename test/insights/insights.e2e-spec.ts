@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
+import { sampleServerJobId } from '../../src/insights/telemetry-jobs';
 import { ServerToSample, TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import { Auth, connectAs, createReadyDatabase, createWorkspace, DatabaseBody, databaseRow } from '../databases/support';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
@@ -283,6 +284,40 @@ describe('database insights (sampled from the real data plane)', () => {
     expect(res.body.summary).toEqual({ uptimeSeconds: 0, observedSeconds: 0 });
     expect(res.body.points).toEqual([]);
     expect(matches('DatabaseUptimeResponse', res.body)).toBe(true);
+  });
+
+  it('is scheduled as one repeatable job that enqueues one pass per server (deterministic id) and prunes old samples', async () => {
+    const queue = t.app.get(JobDispatcher).queue(Queues.Telemetry);
+    await sampler.ensureSchedule();
+    await sampler.ensureSchedule();
+    expect((await queue.getRepeatableJobs()).map((j) => [j.name, Number(j.every)])).toEqual([
+      ['schedule-passes', 60000],
+    ]);
+
+    // A sample older than the retention (31 days) goes; recent ones stay.
+    const old = new Date(Date.now() - 32 * 86_400_000);
+    await t.dataSource.query(
+      `INSERT INTO database_telemetry_samples (database_id, sampled_at, workspace_id, server_key, observed_seconds,
+         up_seconds, statements_available) VALUES ($1, $2, $3, 'old', 60, 60, true)`,
+      [db.id, old, db.workspace.id],
+    );
+    const now = new Date();
+    expect(await sampler.schedulePasses(now)).toBeGreaterThanOrEqual(1);
+    const slot = new Date(Math.floor(now.getTime() / MINUTE) * MINUTE);
+    const job = await queue.getJob(sampleServerJobId(server.key, slot));
+    expect(job?.name).toBe('sample-server');
+    expect(job?.data).toEqual({ serverKey: server.key, at: slot.toISOString() });
+    const kept = await t.dataSource.query<{ sampled_at: Date }[]>(
+      'SELECT sampled_at FROM database_telemetry_samples WHERE database_id = $1 AND sampled_at <= $2 ORDER BY 1',
+      [db.id, at(2)],
+    );
+    expect(kept.map((r) => r.sampled_at.toISOString())).toEqual([at(0), at(1), at(2)].map((d) => d.toISOString()));
+
+    // The pass job samples the server it names; a second run for the same moment adds nothing.
+    const first = await sampler.runPass(server.key, at(10));
+    expect(first?.sampled).toBeGreaterThanOrEqual(1);
+    expect(await sampler.runPass(server.key, at(10))).toMatchObject({ sampled: 0 });
+    expect(await sampler.runPass('no-such-server:5432/x', at(10))).toBeNull();
   });
 
   it('query performance is 502 when pg_stat_statements is not loaded on the server', async () => {
