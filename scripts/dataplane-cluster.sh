@@ -25,6 +25,19 @@ else
   pg_ctlcluster --skip-systemctl-redirect "$VERSION" dataplane reload
 fi
 
+# Query-performance insights read pg_stat_statements, which must be preloaded: configured once in
+# a conf.d include, the cluster restarted only when the running server does not have it loaded yet.
+STATEMENTS_CONF="$CONF_DIR/conf.d/pg_stat_statements.conf"
+if [ ! -f "$STATEMENTS_CONF" ]; then
+  mkdir -p "$CONF_DIR/conf.d"
+  printf "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = top\n" > "$STATEMENTS_CONF"
+  chown postgres:postgres "$STATEMENTS_CONF"
+fi
+if ! runuser -u postgres -- psql -p "$PORT" -qAtc 'SHOW shared_preload_libraries' | grep -q pg_stat_statements; then
+  pg_ctlcluster --skip-systemctl-redirect "$VERSION" dataplane restart
+fi
+runuser -u postgres -- psql -p "$PORT" -qAtc 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' >/dev/null
+
 mkdir -p "$STATE_DIR" && chmod 700 "$STATE_DIR"
 if [ -f "$URL_FILE" ] && PGCONNECT_TIMEOUT=5 psql "$(cat "$URL_FILE")" -qAtc 'select 1' >/dev/null 2>&1; then
   cat "$URL_FILE"; exit 0

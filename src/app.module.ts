@@ -17,6 +17,7 @@ import { DatabasesModule } from './databases/databases.module';
 import { DevelopersModule } from './developers/developers.module';
 import { HealthModule } from './health/health.module';
 import { InstantDatabasesModule } from './instant-databases/instant-databases.module';
+import { InsightsModule } from './insights/insights.module';
 import { InvitesModule } from './invites/invites.module';
 import { LoggingModule } from './logging/logging.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -51,6 +52,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     BillingModule,
     MetricsModule,
     InstantDatabasesModule,
+    InsightsModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

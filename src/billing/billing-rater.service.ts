@@ -2,6 +2,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { StorageUsage } from '../insights/storage-usage.service';
 import { ComputeUsagePeriods } from '../metrics/compute-usage-periods.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Queues } from '../queues/queue-names';
@@ -14,7 +15,7 @@ import { ALL_BILLING_COMPONENTS, RatedLine, rateMonth } from './rating';
 
 /**
  * Keeps `billing_rated_lines` equal to the rating of the sources (compute usage periods,
- * subscription rows): idempotent, each run upserts the month's lines in place and deletes lines
+ * subscription rows, storage held per database and month): idempotent, each run upserts the month's lines in place and deletes lines
  * whose source no longer falls in the month. Runs when totals are read and, for the current and
  * previous month of every workspace with activity, from a periodic sweep through the `billing` queue.
  */
@@ -30,6 +31,7 @@ export class BillingRater implements OnModuleInit {
     private readonly subscriptions: SubscriptionsService,
     private readonly jobs: JobDispatcher,
     private readonly reconciler: Reconciler,
+    private readonly storage: StorageUsage,
   ) {}
 
   onModuleInit(): void {
@@ -39,6 +41,11 @@ export class BillingRater implements OnModuleInit {
   /** The monthly price in US dollars of a subscription level. */
   monthlyPrice(level: string): number {
     return level === (SubscriptionLevel.Pro as string) ? this.config.env.PRO_MONTHLY_PRICE_USD : 0;
+  }
+
+  /** GB-months of storage a level includes each month (FREE: FREE_STORAGE_INCLUDED_GB; PRO: none). */
+  includedStorageGb(level: string): number {
+    return level === (SubscriptionLevel.Free as string) ? this.config.env.FREE_STORAGE_INCLUDED_GB : 0;
   }
 
   /**
@@ -52,12 +59,16 @@ export class BillingRater implements OnModuleInit {
       await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`billing:${workspaceId}:${month.ym}`]);
       const periods = await this.usage.overlapping(workspaceId, month.start, month.end, tx);
       const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end, tx);
+      const storage = await this.storage.ofMonth(workspaceId, month.ym, tx);
       const lines = rateMonth({
         month,
         now: now ?? new Date(),
         periods,
         subscriptions,
         monthlyPrice: (level) => this.monthlyPrice(level),
+        storage: storage.map((s) => ({ databaseId: s.databaseId, byteSeconds: BigInt(s.byteSeconds) })),
+        storagePricePerGbMonth: this.config.env.STORAGE_PRICE_PER_GB_MONTH_USD,
+        includedStorageGb: (level) => this.includedStorageGb(level),
       });
       const column = <K extends keyof RatedLine>(key: K) => lines.map((line) => line[key]);
       await tx.query(
@@ -104,6 +115,7 @@ export class BillingRater implements OnModuleInit {
     const workspaceIds = new Set([
       ...(await this.usage.workspacesWithUsage(previous.start, current.end)),
       ...(await this.subscriptions.workspacesWithSubscriptions(previous.start, current.end)),
+      ...(await this.storage.workspacesWithStorage([previous.ym, current.ym], this.dataSource.manager)),
     ]);
     let enqueued = 0;
     for (const workspaceId of workspaceIds) {

@@ -17,7 +17,7 @@ export class BillingController {
     operationId: 'totals',
     summary: 'Monthly totals by component, from rated lines',
     description:
-      'US dollars per component for the month `ym` (`YYYY-MM`, UTC), rated from the sources when read: `compute` = instance-hours in the month × hourly cost of each dedicated compute usage period (databases deleted since included), `subscription` = monthly price of the level × the fraction of the month it was held (FREE 0, PRO PRO_MONTHLY_PRICE_USD). Sums of exact lines, rounded to cents; every component present (0 when nothing). The current month is accrued up to now; a later month is 400. A request body is ignored.',
+      'US dollars per component for the month `ym` (`YYYY-MM`, UTC), rated from the sources when read: `compute` = instance-hours in the month × hourly cost of each dedicated compute usage period (databases deleted since included), `subscription` = monthly price of the level × the fraction of the month it was held (FREE 0, PRO PRO_MONTHLY_PRICE_USD), `storage` = GB-months held (each database size, sampled every TELEMETRY_INTERVAL_SECONDS, × the seconds each sample stands for, over 10^9 bytes × the seconds of the month: the average GB held over the month) × STORAGE_PRICE_PER_GB_MONTH_USD, less FREE_STORAGE_INCLUDED_GB GB-months while on FREE (prorated; never below 0). Each component is the sum of its exact lines rounded to cents; `total` is the sum of the components. Every key is present (0 when nothing). The current month is accrued up to now; a later month is 400. A request body is ignored.',
   })
   @ApiParam({ name: 'ym', type: String, example: '2025-03', description: 'Year and month, YYYY-MM' })
   @ApiOkResponse({ type: WorkspaceMonthlyTotalsDto })

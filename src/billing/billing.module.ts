@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { InsightsModule } from '../insights/insights.module';
 import { MetricsModule } from '../metrics/metrics.module';
 import { workerProviders } from '../queues/worker-providers';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
@@ -9,7 +10,7 @@ import { BillingController } from './billing.controller';
 import { BillingService } from './billing.service';
 
 @Module({
-  imports: [WorkspacesModule, SubscriptionsModule, MetricsModule],
+  imports: [WorkspacesModule, SubscriptionsModule, MetricsModule, InsightsModule],
   controllers: [BillingController],
   providers: [BillingRater, BillingService, ...workerProviders(BillingRatingProcessor)],
   exports: [BillingRater],

@@ -36,8 +36,13 @@ export class BillingService {
         GROUP BY component ORDER BY component`,
       [workspace.id, month.ym],
     );
-    const totals: Record<string, number> = Object.fromEntries(ALL_BILLING_COMPONENTS.map((c) => [c, 0]));
-    for (const row of rows) totals[row.component] = Number(row.total);
+    const cents: Record<string, number> = Object.fromEntries(ALL_BILLING_COMPONENTS.map((c) => [c, 0]));
+    for (const row of rows) cents[row.component] = Math.round(Number(row.total) * 100);
+    // `total` is the sum of the components as shown (in cents), so the figures always add up.
+    const total = Object.values(cents).reduce((sum, c) => sum + c, 0);
+    const totals: Record<string, number> = {};
+    for (const [component, c] of Object.entries(cents)) totals[component] = c / 100;
+    totals.total = total / 100;
     return { ym: month.ym, totals };
   }
 }

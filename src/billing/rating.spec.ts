@@ -127,6 +127,90 @@ describe('rating', () => {
     ]);
   });
 
+  it('prices storage by the average GB held over the month times the price per GB-month', () => {
+    // April has 30 days = 2,592,000 s. 2 GB for the whole month = 2 GB-months; 1 GB for half of it = 0.5.
+    const month = 2_592_000n;
+    const lines = rate({
+      storage: [
+        { databaseId: 'db-a', byteSeconds: 2_000_000_000n * month },
+        { databaseId: 'db-b', byteSeconds: (1_000_000_000n * month) / 2n },
+      ],
+      storagePricePerGbMonth: 0.125,
+    });
+    expect(lines).toEqual([
+      {
+        component: 'storage',
+        sourceId: 'db-a',
+        quantity: '2.000000',
+        unit: 'GB-month',
+        unitPrice: '0.125000',
+        amount: '0.250000',
+      },
+      {
+        component: 'storage',
+        sourceId: 'db-b',
+        quantity: '0.500000',
+        unit: 'GB-month',
+        unitPrice: '0.125000',
+        amount: '0.062500',
+      },
+    ]);
+  });
+
+  it('takes the FREE allowance (prorated by the part of the month on FREE) off storage, never below 0', () => {
+    const month = 2_592_000n;
+    const subscriptions = [
+      {
+        id: 'free',
+        level: 'FREE',
+        validFrom: new Date('2025-01-01T00:00:00Z'),
+        validTo: new Date('2025-04-16T00:00:00Z'),
+      },
+      { id: 'pro', level: 'PRO', validFrom: new Date('2025-04-16T00:00:00Z'), validTo: null },
+    ];
+    const included = (level: string) => (level === 'FREE' ? 1 : 0);
+    // 3 GB-months held; FREE for half the month includes 0.5 GB-months.
+    const lines = rate({
+      subscriptions,
+      storage: [{ databaseId: 'db', byteSeconds: 3_000_000_000n * month }],
+      storagePricePerGbMonth: 0.1,
+      includedStorageGb: included,
+    }).filter((l) => l.component === 'storage');
+    expect(lines).toEqual([
+      {
+        component: 'storage',
+        sourceId: 'allowance:free',
+        quantity: '-0.500000',
+        unit: 'GB-month',
+        unitPrice: '0.100000',
+        amount: '-0.050000',
+      },
+      {
+        component: 'storage',
+        sourceId: 'db',
+        quantity: '3.000000',
+        unit: 'GB-month',
+        unitPrice: '0.100000',
+        amount: '0.300000',
+      },
+    ]);
+    // Less held than included: the allowance only cancels what is held.
+    const small = rate({
+      subscriptions,
+      storage: [{ databaseId: 'db', byteSeconds: 100_000_000n * month }],
+      storagePricePerGbMonth: 0.1,
+      includedStorageGb: included,
+    }).filter((l) => l.component === 'storage');
+    expect(small.map((l) => [l.sourceId, l.quantity, l.amount])).toEqual([
+      ['allowance:free', '-0.100000', '-0.010000'],
+      ['db', '0.100000', '0.010000'],
+    ]);
+    // Nothing held: no storage lines at all.
+    expect(
+      rate({ subscriptions, storage: [], includedStorageGb: included }).some((l) => l.component === 'storage'),
+    ).toBe(false);
+  });
+
   it('formats millionths exactly', () => {
     expect(formatMicros(toMicros(0.1))).toBe('0.100000');
     expect(formatMicros(toMicros(1234.5678))).toBe('1234.567800');

@@ -9,6 +9,7 @@ import type { BillingMonth } from './billing-month';
 export const BillingComponents = {
   Compute: 'compute',
   Subscription: 'subscription',
+  Storage: 'storage',
 } as const;
 export type BillingComponent = (typeof BillingComponents)[keyof typeof BillingComponents];
 export const ALL_BILLING_COMPONENTS: BillingComponent[] = Object.values(BillingComponents);
@@ -31,6 +32,12 @@ export interface RatableSubscription {
   validTo: Date | null;
 }
 
+/** Storage one database held in the month: bytes × seconds over its samples (an exact integer). */
+export interface RatableStorage {
+  databaseId: string;
+  byteSeconds: bigint;
+}
+
 /** A priced line; decimals are strings with 6 places (exact, as stored in `numeric` columns). */
 export interface RatedLine {
   component: BillingComponent;
@@ -49,10 +56,20 @@ export interface RatingInput {
   subscriptions: RatableSubscription[];
   /** Monthly price in US dollars of a subscription level. */
   monthlyPrice: (level: string) => number;
+  /** Storage held per database in the month (none: no storage lines). */
+  storage?: RatableStorage[];
+  /** US dollars per GB (10^9 bytes) held for a whole month. */
+  storagePricePerGbMonth?: number;
+  /** GB-months included per month on a level (FREE's allowance), prorated by the part of the month it is held. */
+  includedStorageGb?: (level: string) => number;
 }
 
 export const COMPUTE_UNIT = 'instance-hour';
 export const SUBSCRIPTION_UNIT = 'month';
+export const STORAGE_UNIT = 'GB-month';
+/** Line source of a level's included storage, per subscription row. */
+export const storageAllowanceSource = (subscriptionId: string) => `allowance:${subscriptionId}`;
+const BYTES_PER_GB = 1_000_000_000n;
 
 const MICROS = 1_000_000n;
 const MS_PER_HOUR = 3_600_000n;
@@ -118,7 +135,61 @@ export function rateMonth(input: RatingInput): RatedLine[] {
       amount: formatMicros(divRound(ms * price, monthMs)),
     });
   }
+  lines.push(...rateStorage(input, monthMs));
   return lines.sort((a, b) =>
     a.component === b.component ? a.sourceId.localeCompare(b.sourceId) : a.component.localeCompare(b.component),
   );
+}
+
+/**
+ * `storage`: one line per database, quantity = GB-months (byte-seconds / (10^9 × seconds in the
+ * month): the average GB held over the whole month), unit price = the price per GB-month. Then
+ * one negative line per subscription row whose level includes storage (FREE), quantity = the
+ * included GB-months (prorated by the part of the month the level was held) that the month's
+ * storage used up; its amount never exceeds what the storage lines still owe, so the component
+ * is never below 0.
+ */
+function rateStorage(input: RatingInput, monthMs: bigint): RatedLine[] {
+  const held = (input.storage ?? []).filter((s) => s.byteSeconds > 0n);
+  if (!held.length) return [];
+  const price = toMicros(input.storagePricePerGbMonth ?? 0);
+  // GB-months of X byte-seconds = X / (10^9 × monthMs / 1000) = X × 1000 / (10^9 × monthMs).
+  const per = BYTES_PER_GB * monthMs;
+  const lines: RatedLine[] = [];
+  let remainingBytes = 0n;
+  let remainingAmount = 0n;
+  for (const s of held) {
+    const amount = divRound(s.byteSeconds * 1000n * price, per);
+    remainingBytes += s.byteSeconds;
+    remainingAmount += amount;
+    lines.push({
+      component: BillingComponents.Storage,
+      sourceId: s.databaseId,
+      quantity: formatMicros(divRound(s.byteSeconds * 1000n * MICROS, per)),
+      unit: STORAGE_UNIT,
+      unitPrice: formatMicros(price),
+      amount: formatMicros(amount),
+    });
+  }
+  for (const subscription of [...input.subscriptions].sort((a, b) => a.id.localeCompare(b.id))) {
+    const included = toMicros(input.includedStorageGb?.(subscription.level) ?? 0);
+    const ms = overlapMs(subscription.validFrom, subscription.validTo, input.month, input.now);
+    // included GB × 10^9 bytes × ms / 1000 = includedMicros × 10^3 × ms / 10^3 byte-seconds
+    const allowance = included * ms;
+    const applied = allowance < remainingBytes ? allowance : remainingBytes;
+    if (applied <= 0n) continue;
+    const computed = divRound(applied * 1000n * price, per);
+    const amount = computed < remainingAmount ? computed : remainingAmount;
+    remainingBytes -= applied;
+    remainingAmount -= amount;
+    lines.push({
+      component: BillingComponents.Storage,
+      sourceId: storageAllowanceSource(subscription.id),
+      quantity: formatMicros(-divRound(applied * 1000n * MICROS, per)),
+      unit: STORAGE_UNIT,
+      unitPrice: formatMicros(price),
+      amount: formatMicros(-amount),
+    });
+  }
+  return lines;
 }

@@ -249,6 +249,48 @@ export class EnvironmentVariables {
   @Min(0)
   BILLING_RATING_INTERVAL_SECONDS = 300;
 
+  /** Price in US dollars of one GB (10^9 bytes) held for a whole month (the average size over the month). */
+  @Transform(toNumber)
+  @IsNumber({ maxDecimalPlaces: 6, allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(100000)
+  STORAGE_PRICE_PER_GB_MONTH_USD = 0.125;
+
+  /** GB-months of storage the FREE level includes each month (prorated by the part of the month it is held). */
+  @Transform(toNumber)
+  @IsNumber({ maxDecimalPlaces: 6, allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(1000000)
+  FREE_STORAGE_INCLUDED_GB = 1;
+
+  /** How often each data-plane server is sampled for insights and storage (one pass per server). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(3600)
+  TELEMETRY_INTERVAL_SECONDS = 60;
+
+  /** Insights samples older than this are pruned. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3660)
+  TELEMETRY_RETENTION_DAYS = 31;
+
+  /** Time a ready probe (connect and SELECT 1) may take before the database counts as down. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(60000)
+  TELEMETRY_PROBE_TIMEOUT_MS = 3000;
+
+  /** Ready probes a pass runs at once on one server. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  TELEMETRY_PROBE_CONCURRENCY = 16;
+
   @Transform(toInt)
   @IsInt()
   @Min(1024)

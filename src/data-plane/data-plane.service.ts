@@ -305,6 +305,21 @@ export class DataPlane implements OnApplicationShutdown {
     return (rowCount ?? 0) > 0;
   }
 
+  /**
+   * What the telemetry sampler needs of a region's server (see telemetry.ts): its admin pool, and
+   * the admin URL of one of its databases (for the ready probe's own short-lived connection).
+   */
+  telemetryAccess(region: Region): { admin: Pool; databaseUrl: (physical: string) => string } {
+    return {
+      admin: this.admin(region),
+      databaseUrl: (physical) => {
+        const url = new URL(this.config.dataPlaneUrl(region));
+        url.pathname = `/${assertPhysicalName(physical)}`;
+        return url.toString();
+      },
+    };
+  }
+
   private admin(region: Region): Pool {
     const url = this.config.dataPlaneUrl(region);
     let pool = this.pools.get(url);

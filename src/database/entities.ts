@@ -11,6 +11,8 @@ import { DatabaseEntity } from '../databases/database.entity';
 import { PooledDatabaseEntity } from '../databases/pooled-database.entity';
 import { DeveloperEntity } from '../developers/developer.entity';
 import { DatabaseClaimEntity } from '../instant-databases/database-claim.entity';
+import { StorageUsageEntity } from '../insights/storage-usage.entity';
+import { TelemetrySampleEntity } from '../insights/telemetry-sample.entity';
 import { InviteEntity } from '../invites/invite.entity';
 import { WorkspaceMemberEntity } from '../workspaces/workspace-member.entity';
 import { SubscriptionEntity } from '../subscriptions/subscription.entity';
@@ -35,4 +37,6 @@ export const ENTITIES = [
   SubscriptionEntity,
   RatedLineEntity,
   DatabaseClaimEntity,
+  TelemetrySampleEntity,
+  StorageUsageEntity,
 ];

@@ -302,6 +302,42 @@ export class DatabasesService {
     return database;
   }
 
+  /**
+   * Databases customers can use (READY, not finalized: a database queued for deletion still works
+   * until it is), for the insights sampler; oldest first.
+   */
+  async usable(): Promise<
+    { id: string; workspaceId: string; region: DatabaseEntity['region']; physicalName: string }[]
+  > {
+    return this.databases.find({
+      select: { id: true, workspaceId: true, region: true, physicalName: true },
+      where: { status: DatabaseStatus.Ready, finalized: IsNull() },
+      order: { created: 'ASC', id: 'ASC' },
+    });
+  }
+
+  /**
+   * The database `{databaseId}` names in the workspace: its id (as published) or its name (the
+   * live one, else one still queued for deletion). Finalized databases and other workspaces' are 404.
+   */
+  async findByIdOrName(workspace: WorkspaceEntity, idOrName: string): Promise<DatabaseEntity> {
+    if (isUuid(idOrName)) {
+      const database = await this.databases.findOneBy({ id: idOrName, workspaceId: workspace.id, finalized: IsNull() });
+      if (database) return database;
+    }
+    try {
+      return await this.findOperable(workspace, idOrName);
+    } catch (err) {
+      if (err instanceof ApiException && err.code === ErrorCode.EntityNotFound) {
+        throw new ApiException(
+          ErrorCode.EntityNotFound,
+          `No database with id or name ${idOrName} in workspace ${workspace.slug}`,
+        );
+      }
+      throw err;
+    }
+  }
+
   /** Locks the database row for the rest of the caller's transaction (serializes work on one database). */
   lock(
     manager: EntityManager,

@@ -5,6 +5,7 @@ export const Queues = {
   InviteEmail: 'invite-email',
   ComputeLifecycle: 'compute-lifecycle',
   Billing: 'billing',
+  Telemetry: 'telemetry',
 } as const;
 
 export type QueueName = (typeof Queues)[keyof typeof Queues];

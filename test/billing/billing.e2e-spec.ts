@@ -64,7 +64,10 @@ describe('billing totals', () => {
       startedAt: '2025-04-10T08:00:00Z',
       endedAt: '2025-04-10T18:00:00Z',
     });
-    expect(await totals(ws.slug, '2025-04')).toEqual({ ym: '2025-04', totals: { compute: 1, subscription: 0 } });
+    expect(await totals(ws.slug, '2025-04')).toEqual({
+      ym: '2025-04',
+      totals: { compute: 1, subscription: 0, storage: 0, total: 1 },
+    });
     expect(await lines(ws.id, '2025-04')).toEqual([
       {
         id: expect.any(String),
@@ -86,15 +89,24 @@ describe('billing totals', () => {
       startedAt: '2025-05-31T20:00:00Z',
       endedAt: '2025-06-01T06:00:00Z',
     });
-    expect(await totals(ws.slug, '2025-05')).toEqual({ ym: '2025-05', totals: { compute: 0.8, subscription: 0 } });
-    expect(await totals(ws.slug, '2025-06')).toEqual({ ym: '2025-06', totals: { compute: 1.2, subscription: 0 } });
+    expect(await totals(ws.slug, '2025-05')).toEqual({
+      ym: '2025-05',
+      totals: { compute: 0.8, subscription: 0, storage: 0, total: 0.8 },
+    });
+    expect(await totals(ws.slug, '2025-06')).toEqual({
+      ym: '2025-06',
+      totals: { compute: 1.2, subscription: 0, storage: 0, total: 1.2 },
+    });
     expect((await lines(ws.id, '2025-05')).map((l) => [l.source_id, l.quantity, l.amount])).toEqual([
       [period.id, '4.000000', '0.800000'],
     ]);
     expect((await lines(ws.id, '2025-06')).map((l) => [l.source_id, l.quantity, l.amount])).toEqual([
       [period.id, '6.000000', '1.200000'],
     ]);
-    expect(await totals(ws.slug, '2025-07')).toEqual({ ym: '2025-07', totals: { compute: 0, subscription: 0 } });
+    expect(await totals(ws.slug, '2025-07')).toEqual({
+      ym: '2025-07',
+      totals: { compute: 0, subscription: 0, storage: 0, total: 0 },
+    });
   });
 
   it('prorates PRO (25 USD a month) by the part of the month it was held; FREE costs nothing', async () => {
@@ -102,7 +114,10 @@ describe('billing totals', () => {
     const free = await insertSubscription(ws.id, 'FREE', '2025-01-01T00:00:00Z', '2025-06-16T00:00:00Z');
     const pro = await insertSubscription(ws.id, 'PRO', '2025-06-16T00:00:00Z', '2025-07-01T00:00:00Z');
     await insertSubscription(ws.id, 'FREE', '2025-07-01T00:00:00Z', null);
-    expect(await totals(ws.slug, '2025-06')).toEqual({ ym: '2025-06', totals: { compute: 0, subscription: 12.5 } });
+    expect(await totals(ws.slug, '2025-06')).toEqual({
+      ym: '2025-06',
+      totals: { compute: 0, subscription: 12.5, storage: 0, total: 12.5 },
+    });
     const june = await lines(ws.id, '2025-06');
     expect(june).toHaveLength(2);
     expect(june).toEqual(
@@ -129,6 +144,38 @@ describe('billing totals', () => {
     );
   });
 
+  it('prices storage by the average GB held over the month (0.125 USD/GB-month), less the 1 GB-month FREE includes; total adds the components as shown', async () => {
+    const ws = await createWorkspace(t, auth);
+    const free = await insertSubscription(ws.id, 'FREE', '2025-01-01T00:00:00Z', null);
+    await insertPeriod(t, {
+      workspaceId: ws.id,
+      type: 'dc-small', // 0.10 USD/h
+      startedAt: '2025-04-10T08:00:00Z',
+      endedAt: '2025-04-10T18:00:00Z',
+    });
+    // 4 GB held for all of April (30 days): 4 GB-months, 0.50 USD; FREE includes 1 GB-month (0.125 USD).
+    const database = '0b9a5c1e-7d7e-4d8e-9e53-0f4f3a2b1c0d';
+    await t.dataSource.query(
+      `INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
+       VALUES ($1, '2025-04', $2, $3, 2592000)`,
+      [database, ws.id, (4_000_000_000n * 2_592_000n).toString()],
+    );
+    expect(await totals(ws.slug, '2025-04')).toEqual({
+      ym: '2025-04',
+      totals: { compute: 1, subscription: 0, storage: 0.38, total: 1.38 },
+    });
+    const storage = (await lines(ws.id, '2025-04')).filter((l) => l.component === 'storage');
+    expect(storage.map((l) => [l.source_id, l.quantity, l.unit, l.unit_price, l.amount])).toEqual([
+      [database, '4.000000', 'GB-month', '0.125000', '0.500000'],
+      [`allowance:${free}`, '-1.000000', 'GB-month', '0.125000', '-0.125000'],
+    ]);
+    // Other months hold nothing.
+    expect(await totals(ws.slug, '2025-05')).toEqual({
+      ym: '2025-05',
+      totals: { compute: 0, subscription: 0, storage: 0, total: 0 },
+    });
+  });
+
   it('sums exact lines and rounds the total to cents', async () => {
     const ws = await createWorkspace(t, auth);
     // Three periods of 20 minutes at 0.10 USD/h: 0.033333 each (rounded lines), 0.10 in total.
@@ -150,7 +197,7 @@ describe('billing totals', () => {
     const before = await lines(ws.id, '2025-04');
     const second = await totals(ws.slug, '2025-04');
     expect(second).toEqual(first);
-    expect(first.totals).toEqual({ compute: 0.5, subscription: 25 });
+    expect(first.totals).toEqual({ compute: 0.5, subscription: 25, storage: 0, total: 25.5 });
     expect(await lines(ws.id, '2025-04')).toEqual(before);
     expect(before).toHaveLength(2);
   });
@@ -183,7 +230,10 @@ describe('billing totals', () => {
       startedAt: '2025-02-01T00:00:00Z',
       endedAt: '2025-02-02T00:00:00Z',
     });
-    expect(await totals(mine.slug, '2025-02')).toEqual({ ym: '2025-02', totals: { compute: 0, subscription: 0 } });
+    expect(await totals(mine.slug, '2025-02')).toEqual({
+      ym: '2025-02',
+      totals: { compute: 0, subscription: 0, storage: 0, total: 0 },
+    });
     expect(await lines(mine.id, '2025-02')).toEqual([]);
   });
 
@@ -194,7 +244,7 @@ describe('billing totals', () => {
       .set(auth)
       .send({ id: 'x', email: 'someone@example.test', kind: 'HUMAN' })
       .expect(200);
-    expect(res.body).toEqual({ ym: '2025-01', totals: { compute: 0, subscription: 0 } });
+    expect(res.body).toEqual({ ym: '2025-01', totals: { compute: 0, subscription: 0, storage: 0, total: 0 } });
   });
 
   it('refuses a ym that is not YYYY-MM, and a month later than the current one', async () => {
@@ -253,7 +303,7 @@ describe('billing totals', () => {
       open();
       const [, res] = await Promise.all([job, request]);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ ym, totals: { compute: 0.3, subscription: 0 } });
+      expect(res.body).toEqual({ ym, totals: { compute: 0.3, subscription: 0, storage: 0, total: 0.3 } });
       expect((await lines(ws.id, ym)).map((l) => l.source_id).sort()).toEqual([first.id, second.id].sort());
     } finally {
       open();

@@ -22,6 +22,13 @@ describe('queue dashboard (/admin/queues)', () => {
     await t.http.get('/admin/queues').auth('operator', password).expect(200);
     const queues = await t.http.get('/admin/queues/api/queues').auth('operator', password).expect(200);
     const names = (queues.body.queues as { name: string }[]).map((q) => q.name).sort();
-    expect(names).toEqual(['billing', 'compute-lifecycle', 'credential-expiry', 'database-lifecycle', 'invite-email']);
+    expect(names).toEqual([
+      'billing',
+      'compute-lifecycle',
+      'credential-expiry',
+      'database-lifecycle',
+      'invite-email',
+      'telemetry',
+    ]);
   });
 });

@@ -1,0 +1,25 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/**
+ * Storage held by one database in one month: the sum over its samples of size × seconds the
+ * sample stands for. Kept apart from the samples (which are pruned) so any month can be rated.
+ */
+@Entity('database_storage_usage')
+@Index(['workspaceId', 'ym'])
+export class StorageUsageEntity {
+  @PrimaryColumn({ name: 'database_id', type: 'uuid' })
+  databaseId!: string;
+
+  /** The month, `YYYY-MM` (UTC) of the samples. */
+  @PrimaryColumn({ type: 'char', length: 7 })
+  ym!: string;
+
+  @Column({ name: 'workspace_id', type: 'uuid' })
+  workspaceId!: string;
+
+  @Column({ name: 'byte_seconds', type: 'numeric', precision: 38, scale: 0 })
+  byteSeconds!: string;
+
+  @Column({ name: 'observed_seconds', type: 'bigint' })
+  observedSeconds!: string;
+}

@@ -1,0 +1,355 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config';
+import type { Region } from '../config/regions';
+import { DataPlane } from '../data-plane/data-plane.service';
+import {
+  type DatabaseCounters,
+  ERROR_COUNTERS,
+  probeDatabase,
+  ServerTelemetry,
+  type StatementCounters,
+} from '../data-plane/telemetry';
+import { DatabasesService } from '../databases/databases.service';
+import { JobDispatcher } from '../queues/job-dispatcher';
+import { Queues } from '../queues/queue-names';
+import { Reconciler } from '../queues/reconciler';
+import { sampleServerJobId, TelemetryJobs } from './telemetry-jobs';
+
+export interface SampledDatabase {
+  id: string;
+  workspaceId: string;
+  physicalName: string;
+}
+
+/** One data-plane server and the databases a pass samples on it. */
+export interface ServerToSample {
+  /** host:port/admin-database of the server (never credentials): the samples' `server_key`. */
+  key: string;
+  /** A region served by it, through which DataPlane reaches it. */
+  region: Region;
+  databases: SampledDatabase[];
+}
+
+export interface PassResult {
+  sampled: number;
+  up: number;
+  statementsAvailable: boolean;
+}
+
+interface PreviousSample {
+  database_id: string;
+  sampled_at: Date;
+  counters: Record<string, string> | null;
+  statement_calls: string | null;
+  statement_exec_ms: number | null;
+}
+
+/** Names per statistics query, and rows per insert. */
+const BATCH = 1000;
+/** Statement timeout of the statistics queries of a pass. */
+const STATS_TIMEOUT_MS = 10000;
+/** The repeatable job's id: one schedule per queue, whoever adds it. */
+const SCHEDULE_JOB_ID = 'telemetry-schedule';
+/** Samples pruned per statement (bounded deletes, repeated until done). */
+const PRUNE_BATCH = 10000;
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Runs `work` over `items`, at most `limit` at once. */
+async function mapBounded<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await work(items[i]);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}
+
+/** `host:port/database` of a server URL: names the server without its credentials. */
+export function serverKeyOf(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || '5432'}${u.pathname || '/'}`;
+}
+
+/** Increase of a cumulative counter; null when there is no earlier reading or it went backwards (a reset). */
+function increase(previous: string | null | undefined, current: string | null | undefined): bigint | null {
+  if (previous == null || current == null) return null;
+  const delta = BigInt(current) - BigInt(previous);
+  return delta >= 0n ? delta : null;
+}
+
+/**
+ * The insights sampler: one pass per data-plane server per interval (a repeatable `telemetry`
+ * job fans out one job per server), not one job per database. A pass reads the server's
+ * statistics views for all its databases in a few queries, probes each database with bounded
+ * concurrency and a short timeout, and records one sample per database (batched inserts) plus
+ * the month's storage held. No metadata transaction is open while the data plane is asked.
+ */
+@Injectable()
+export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
+  private readonly logger = new Logger(TelemetrySampler.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly config: AppConfig,
+    private readonly dataPlane: DataPlane,
+    private readonly databases: DatabasesService,
+    private readonly jobs: JobDispatcher,
+    private readonly reconciler: Reconciler,
+  ) {}
+
+  onModuleInit(): void {
+    // A flushed Redis loses the repeatable job: the reconciler puts it back.
+    this.reconciler.register('telemetry-schedule', () => this.ensureSchedule());
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.config.workersEnabled) return;
+    await this.ensureSchedule().catch((err: unknown) =>
+      this.logger.warn({ err: String(err) }, 'could not schedule telemetry passes; the reconciler will retry'),
+    );
+  }
+
+  private get intervalMs(): number {
+    return this.config.env.TELEMETRY_INTERVAL_SECONDS * 1000;
+  }
+
+  /**
+   * Adds the repeatable schedule job (idempotent: Bull keys it by name and interval), and removes
+   * a schedule left by an earlier configuration of the interval.
+   */
+  async ensureSchedule(): Promise<void> {
+    if (!this.config.workersEnabled) return;
+    const queue = this.jobs.queue(Queues.Telemetry);
+    for (const job of await queue.getRepeatableJobs()) {
+      if (job.name === TelemetryJobs.Schedule && Number(job.every) !== this.intervalMs) {
+        await queue.removeRepeatableByKey(job.key);
+      }
+    }
+    await queue.add(
+      TelemetryJobs.Schedule,
+      {},
+      { repeat: { every: this.intervalMs }, jobId: SCHEDULE_JOB_ID, removeOnComplete: true, removeOnFail: true },
+    );
+  }
+
+  /**
+   * The data-plane servers to sample and their usable databases. Today a server is a region's
+   * DATA_PLANE_URL (regions sharing one URL share one server); this is the one place to point at
+   * a server registry instead.
+   */
+  async serversToSample(): Promise<ServerToSample[]> {
+    const servers = new Map<string, ServerToSample>();
+    for (const d of await this.databases.usable()) {
+      const key = serverKeyOf(this.config.dataPlaneUrl(d.region));
+      let server = servers.get(key);
+      if (!server) servers.set(key, (server = { key, region: d.region, databases: [] }));
+      server.databases.push({ id: d.id, workspaceId: d.workspaceId, physicalName: d.physicalName });
+    }
+    return [...servers.values()];
+  }
+
+  /** The schedule job: one pass job per server for the current slot, then pruning. */
+  async schedulePasses(now = new Date()): Promise<number> {
+    const at = new Date(Math.floor(now.getTime() / this.intervalMs) * this.intervalMs);
+    let enqueued = 0;
+    for (const server of await this.serversToSample()) {
+      const ok = await this.jobs.dispatch(
+        Queues.Telemetry,
+        TelemetryJobs.SampleServer,
+        { serverKey: server.key, at: at.toISOString() },
+        { jobId: sampleServerJobId(server.key, at) },
+      );
+      if (ok) enqueued++;
+    }
+    await this.prune(now);
+    return enqueued;
+  }
+
+  /** The pass job: samples the server named, if it still has usable databases. */
+  async runPass(serverKey: string, at: Date): Promise<PassResult | null> {
+    const server = (await this.serversToSample()).find((s) => s.key === serverKey);
+    return server ? this.sampleServer(server, at) : null;
+  }
+
+  /**
+   * One pass over one server at `at`: statistics of all its databases, a ready probe of each, one
+   * sample per database (a pass already recorded for a database at `at` is kept, not doubled).
+   */
+  async sampleServer(server: ServerToSample, at = new Date()): Promise<PassResult> {
+    const access = this.dataPlane.telemetryAccess(server.region);
+    const telemetry = new ServerTelemetry(access.admin, STATS_TIMEOUT_MS);
+    const names = server.databases.map((d) => d.physicalName);
+
+    const counters = new Map<string, DatabaseCounters>();
+    let statements: Map<string, StatementCounters> | null = new Map();
+    try {
+      for (const batch of chunks(names, BATCH)) {
+        for (const c of await telemetry.databaseCounters(batch)) counters.set(c.physicalName, c);
+        const found = await telemetry.statementCounters(batch);
+        if (!found) statements = null;
+        else for (const s of found) statements?.set(s.physicalName, s);
+      }
+    } catch (err) {
+      // The probes below still say whether customers can reach their databases.
+      this.logger.warn({ server: server.key, err: String(err) }, 'could not read data-plane statistics');
+      statements = null;
+    }
+    const timeout = this.config.env.TELEMETRY_PROBE_TIMEOUT_MS;
+    const up = await mapBounded(server.databases, this.config.env.TELEMETRY_PROBE_CONCURRENCY, (d) =>
+      probeDatabase(access.databaseUrl, d.physicalName, timeout),
+    );
+
+    let recorded = 0;
+    for (const [offset, batch] of chunks(server.databases, BATCH).entries()) {
+      const previous = await this.previousSamples(
+        batch.map((d) => d.id),
+        at,
+      );
+      const rows = batch.map((d, i) => {
+        const prev = previous.get(d.id);
+        const c = counters.get(d.physicalName);
+        const s = statements?.get(d.physicalName);
+        const gapSeconds = prev ? (at.getTime() - prev.sampled_at.getTime()) / 1000 : null;
+        const observed = Math.max(
+          1,
+          Math.min(this.config.env.TELEMETRY_INTERVAL_SECONDS, Math.round(gapSeconds ?? Infinity)),
+        );
+        const current: Record<string, string> | null = c
+          ? Object.fromEntries(
+              ERROR_COUNTERS.map((name) => [name, this.counterOf(c, name)]).filter(
+                (e): e is [string, string] => e[1] !== null,
+              ),
+            )
+          : null;
+        const errorDeltas: Record<string, number> = {};
+        for (const name of ERROR_COUNTERS) {
+          const delta = increase(prev?.counters?.[name], current?.[name]);
+          if (delta !== null) errorDeltas[name] = Number(delta);
+        }
+        // A database with no statement recorded yet has made no calls.
+        const calls = statements ? (s?.calls ?? '0') : null;
+        const execMs = statements ? (s?.execTimeMs ?? 0) : null;
+        const callsDelta = increase(prev?.statement_calls, calls);
+        const execDelta =
+          callsDelta !== null && execMs !== null && prev?.statement_exec_ms != null
+            ? Math.max(0, execMs - prev.statement_exec_ms)
+            : null;
+        const isUp = up[offset * BATCH + i];
+        return {
+          database_id: d.id,
+          workspace_id: d.workspaceId,
+          server_key: server.key,
+          observed_seconds: observed,
+          up_seconds: isUp ? observed : 0,
+          size_bytes: c?.sizeBytes ?? null,
+          delta_seconds: gapSeconds,
+          counters: current,
+          error_deltas: Object.keys(errorDeltas).length ? errorDeltas : null,
+          statements_available: statements !== null,
+          statement_calls: calls,
+          statement_exec_ms: execMs,
+          statement_calls_delta: callsDelta === null ? null : callsDelta.toString(),
+          statement_exec_ms_delta: execDelta,
+        };
+      });
+      recorded += await this.insertSamples(rows, at);
+    }
+    const result = { sampled: recorded, up: up.filter(Boolean).length, statementsAvailable: statements !== null };
+    this.logger.debug({ server: server.key, ...result }, 'telemetry pass');
+    return result;
+  }
+
+  /** Deletes samples older than TELEMETRY_RETENTION_DAYS, in bounded batches. Answers how many. */
+  async prune(now = new Date()): Promise<number> {
+    const before = new Date(now.getTime() - this.config.env.TELEMETRY_RETENTION_DAYS * 86400_000);
+    let total = 0;
+    for (;;) {
+      const [, count] = await this.dataSource.query<[unknown, number]>(
+        `DELETE FROM database_telemetry_samples
+          WHERE ctid IN (SELECT ctid FROM database_telemetry_samples WHERE sampled_at < $1 LIMIT ${PRUNE_BATCH})`,
+        [before],
+      );
+      total += count;
+      if (count < PRUNE_BATCH) return total;
+    }
+  }
+
+  private counterOf(c: DatabaseCounters, name: (typeof ERROR_COUNTERS)[number]): string | null {
+    switch (name) {
+      case 'xact_rollback':
+        return c.xactRollback;
+      case 'deadlocks':
+        return c.deadlocks;
+      case 'conflicts':
+        return c.conflicts;
+      case 'sessions_abandoned':
+        return c.sessionsAbandoned;
+      case 'sessions_fatal':
+        return c.sessionsFatal;
+      case 'sessions_killed':
+        return c.sessionsKilled;
+    }
+  }
+
+  /** The latest sample before `at` (within a day) of each database: the baseline of the deltas. */
+  private async previousSamples(ids: string[], at: Date): Promise<Map<string, PreviousSample>> {
+    const rows = await this.dataSource.query<PreviousSample[]>(
+      `SELECT DISTINCT ON (database_id) database_id, sampled_at, counters, statement_calls::text, statement_exec_ms
+         FROM database_telemetry_samples
+        WHERE database_id = ANY($1::uuid[]) AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'
+        ORDER BY database_id, sampled_at DESC`,
+      [ids, at],
+    );
+    return new Map(rows.map((r) => [r.database_id, r]));
+  }
+
+  /**
+   * Inserts the samples and adds their storage to each database's month, in one statement: a
+   * sample already recorded (same database and moment) is skipped and adds nothing.
+   */
+  private async insertSamples(rows: object[], at: Date): Promise<number> {
+    if (!rows.length) return 0;
+    const result = await this.dataSource.query<{ database_id: string }[]>(
+      `WITH input AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(
+           database_id uuid, workspace_id uuid, server_key text, observed_seconds int, up_seconds int,
+           size_bytes bigint, delta_seconds float8, counters jsonb, error_deltas jsonb,
+           statements_available boolean, statement_calls bigint, statement_exec_ms float8,
+           statement_calls_delta bigint, statement_exec_ms_delta float8)
+       ), inserted AS (
+         INSERT INTO database_telemetry_samples (
+           database_id, sampled_at, workspace_id, server_key, observed_seconds, up_seconds, size_bytes,
+           delta_seconds, counters, error_deltas, statements_available, statement_calls, statement_exec_ms,
+           statement_calls_delta, statement_exec_ms_delta)
+         SELECT database_id, $2, workspace_id, server_key, observed_seconds, up_seconds, size_bytes,
+                delta_seconds, counters, error_deltas, statements_available, statement_calls, statement_exec_ms,
+                statement_calls_delta, statement_exec_ms_delta
+           FROM input
+         ON CONFLICT (database_id, sampled_at) DO NOTHING
+         RETURNING database_id, workspace_id, size_bytes, observed_seconds
+       ), stored AS (
+         INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
+         SELECT database_id, to_char($2::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'), workspace_id,
+                size_bytes::numeric * observed_seconds, observed_seconds
+           FROM inserted WHERE size_bytes IS NOT NULL
+         ON CONFLICT (database_id, ym) DO UPDATE
+            SET byte_seconds = database_storage_usage.byte_seconds + EXCLUDED.byte_seconds,
+                observed_seconds = database_storage_usage.observed_seconds + EXCLUDED.observed_seconds
+       )
+       SELECT database_id FROM inserted`,
+      [JSON.stringify(rows), at],
+    );
+    return result.length;
+  }
+}

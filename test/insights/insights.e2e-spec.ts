@@ -1,0 +1,361 @@
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import { Client } from 'pg';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { Queues } from '../../src/queues/queue-names';
+import { sampleServerJobId } from '../../src/insights/telemetry-jobs';
+import { ServerToSample, TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
+import { Auth, connectAs, createReadyDatabase, createWorkspace, DatabaseBody, databaseRow } from '../databases/support';
+import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
+import published from './published-schemas.json';
+
+/**
+ * Validates against the published components, strictly: every object schema also refuses
+ * properties it does not list, so an answer cannot carry invented fields.
+ */
+function publishedValidator() {
+  const strict = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(strict);
+    if (!value || typeof value !== 'object') return value;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = k === 'properties' ? mapValues(v, strict) : strict(v);
+    if (out.type === 'object' && out.properties && !out.additionalProperties) out.additionalProperties = false;
+    return out;
+  };
+  const mapValues = (o: unknown, f: (v: unknown) => unknown) =>
+    Object.fromEntries(Object.entries(o as Record<string, unknown>).map(([k, v]) => [k, f(v)]));
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addFormat('int64', true);
+  ajv.addFormat('int32', true);
+  ajv.addSchema({ $id: 'published', ...(strict(published) as object) });
+  return (name: string, body: unknown) => {
+    const validate = ajv.getSchema(`published#/components/schemas/${name}`)!;
+    const ok = validate(body);
+    if (!ok) throw new Error(`${name}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body)}`);
+    return true;
+  };
+}
+
+const MINUTE = 60_000;
+
+describe('database insights (sampled from the real data plane)', () => {
+  let t: TestApp;
+  let auth: Auth;
+  let slug: string;
+  let db: DatabaseBody;
+  let physical: string;
+  let sampler: TelemetrySampler;
+  let server: ServerToSample;
+  const matches = publishedValidator();
+  /** Three passes one minute apart, two hours ago (background passes sample the present). */
+  const t0 = new Date(Math.floor((Date.now() - 2 * 3_600_000) / MINUTE) * MINUTE);
+  const at = (minutes: number) => new Date(t0.getTime() + minutes * MINUTE);
+  const window = (granularity = '1m') =>
+    `start=${at(0).toISOString()}&end=${at(3).toISOString()}&granularity=${granularity}`;
+  const insights = (kind: string, query: string, database = db.id) =>
+    t.http.get(`/workspaces/${slug}/databases/${database}/insights/${kind}?${query}`).set(auth);
+
+  async function admin<T>(work: (c: Client) => Promise<T>): Promise<T> {
+    const c = new Client({ connectionString: process.env.DATA_PLANE_URL });
+    await c.connect();
+    try {
+      return await work(c);
+    } finally {
+      await c.end();
+    }
+  }
+
+  const sizes: string[] = [];
+
+  beforeAll(async () => {
+    t = await createTestApp({
+      DATABASE_POOL_TARGET: '0',
+      // A visible price for databases of a few MB held for minutes, and no allowance to hide it.
+      STORAGE_PRICE_PER_GB_MONTH_USD: '100000',
+      FREE_STORAGE_INCLUDED_GB: '0',
+    });
+    // The passes of this spec are driven by hand, at chosen moments.
+    await t.app.get(JobDispatcher).queue(Queues.Telemetry).pause(true);
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+    db = await createReadyDatabase(t, auth, slug);
+    physical = (await databaseRow(t, db.id)).physical_name;
+    sampler = t.app.get(TelemetrySampler);
+    const found = (await sampler.serversToSample()).find((s) => s.databases.some((d) => d.id === db.id))!;
+    server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
+
+    // Minute 0: up, no baseline yet.
+    expect(await sampler.sampleServer(server, at(0))).toEqual({ sampled: 1, up: 1, statementsAvailable: true });
+
+    // Customer work: 50 statements, a failing one, and about 20 MB of rows.
+    const cred = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
+      .body as { id: string; password: string };
+    const session = await connectAs(db.dbHost!, cred.id, cred.password);
+    for (let i = 0; i < 50; i++) await session.query('SELECT $1::int AS n', [i]);
+    await expect(session.query('SELECT 1 / 0')).rejects.toThrow(/division by zero/);
+    await session.query('CREATE TABLE filler (id int, payload text)');
+    await session.query("INSERT INTO filler SELECT g, repeat('x', 1000) FROM generate_series(1, 20000) g");
+    await session.end();
+    // A session's statistics reach pg_stat_database when it ends.
+    const rollbacks = async () =>
+      admin(async (c) => {
+        const { rows } = await c.query('SELECT xact_rollback::int AS n FROM pg_stat_database WHERE datname = $1', [
+          physical,
+        ]);
+        return rows[0].n as number;
+      });
+    for (let i = 0; i < 50 && (await rollbacks()) < 1; i++) await new Promise((r) => setTimeout(r, 100));
+
+    // Minute 1: up, with the work above as deltas.
+    expect(await sampler.sampleServer(server, at(1))).toMatchObject({ sampled: 1, up: 1 });
+
+    // Minute 2: connections refused, so the probe finds it down.
+    await admin((c) => c.query(`ALTER DATABASE "${physical}" ALLOW_CONNECTIONS false`));
+    try {
+      expect(await sampler.sampleServer(server, at(2))).toMatchObject({ sampled: 1, up: 0 });
+    } finally {
+      await admin((c) => c.query(`ALTER DATABASE "${physical}" ALLOW_CONNECTIONS true`));
+    }
+    for (const row of await t.dataSource.query<{ size_bytes: string }[]>(
+      'SELECT size_bytes::text FROM database_telemetry_samples WHERE database_id = $1 AND sampled_at <= $2 ORDER BY sampled_at',
+      [db.id, at(2)],
+    ))
+      sizes.push(row.size_bytes);
+  }, 120000);
+  afterAll(() => t?.close());
+
+  it('uptime drops when connections are refused: time-weighted per bucket and in summary', async () => {
+    const res = await insights('uptime', window()).expect(200);
+    expect(res.body).toEqual({
+      source: 'postgres-ready-probe',
+      scope: 'database',
+      granularity: '1m',
+      calculation: expect.stringContaining('uptimeSeconds / observedSeconds'),
+      summary: { uptimePercentage: 66.667, uptimeSeconds: 120, observedSeconds: 180 },
+      points: [
+        { timestamp: at(0).toISOString(), uptimePercentage: 100, uptimeSeconds: 60, observedSeconds: 60 },
+        { timestamp: at(1).toISOString(), uptimePercentage: 100, uptimeSeconds: 60, observedSeconds: 60 },
+        { timestamp: at(2).toISOString(), uptimePercentage: 0, uptimeSeconds: 0, observedSeconds: 60 },
+      ],
+    });
+    expect(matches('DatabaseUptimeResponse', res.body)).toBe(true);
+
+    const coarse = await insights('uptime', window('5m')).expect(200);
+    expect(coarse.body.points).toEqual([
+      { timestamp: at(0).toISOString(), uptimePercentage: 66.667, uptimeSeconds: 120, observedSeconds: 180 },
+    ]);
+    expect(matches('DatabaseUptimeResponse', coarse.body)).toBe(true);
+  });
+
+  it('the path takes the database name as well as its id', async () => {
+    const byId = await insights('uptime', window()).expect(200);
+    const byName = await insights('uptime', window(), db.name).expect(200);
+    expect(byName.body).toEqual(byId.body);
+  });
+
+  it('a failing statement raises the rolled-back transactions counter; each point names its source', async () => {
+    const res = await insights('errors', window()).expect(200);
+    expect(matches('DatabaseErrorsResponse', res.body)).toBe(true);
+    expect(res.body.granularity).toBe('1m');
+    const minute1 = (res.body.points as { timestamp: string; source: string; errorCount: number }[]).filter(
+      (p) => p.timestamp === at(1).toISOString(),
+    );
+    expect(minute1).toEqual(
+      expect.arrayContaining([
+        { timestamp: at(1).toISOString(), source: 'pg_stat_database.xact_rollback', errorCount: 1 },
+        { timestamp: at(1).toISOString(), source: 'pg_stat_database.deadlocks', errorCount: 0 },
+        { timestamp: at(1).toISOString(), source: 'pg_stat_database.conflicts', errorCount: 0 },
+      ]),
+    );
+    // PostgreSQL 14+ also counts sessions ended by fatal errors, abandoned or killed.
+    expect(minute1.map((p) => p.source).sort()).toEqual(
+      [
+        'pg_stat_database.conflicts',
+        'pg_stat_database.deadlocks',
+        'pg_stat_database.sessions_abandoned',
+        'pg_stat_database.sessions_fatal',
+        'pg_stat_database.sessions_killed',
+        'pg_stat_database.xact_rollback',
+      ].sort(),
+    );
+    // The first sample has no earlier reading: no deltas, no points.
+    expect(res.body.points.filter((p: { timestamp: string }) => p.timestamp === at(0).toISOString())).toEqual([]);
+  });
+
+  it("queries raise the query rate (customers' statements from pg_stat_statements)", async () => {
+    const res = await insights('query-performance', window()).expect(200);
+    expect(matches('DatabaseQueryPerformanceResponse', res.body)).toBe(true);
+    expect(res.body).toMatchObject({ source: 'pg_stat_statements', granularity: '1m' });
+    const [minute1, minute2] = res.body.points as {
+      timestamp: string;
+      thothQueriesPerSecond: number;
+      thothCpuMilliseconds: number;
+    }[];
+    expect(minute1.timestamp).toBe(at(1).toISOString());
+    // 50 SELECTs, the CREATE TABLE and the INSERT (the failed statement is not recorded) over 60 s.
+    expect(minute1.thothQueriesPerSecond).toBeGreaterThanOrEqual(52 / 60 - 0.001);
+    expect(minute1.thothQueriesPerSecond).toBeLessThan(60 / 60);
+    expect(minute1.thothCpuMilliseconds).toBeGreaterThan(0);
+    expect(minute2).toEqual({ timestamp: at(2).toISOString(), thothQueriesPerSecond: 0, thothCpuMilliseconds: 0 });
+    expect(Object.keys(minute1).sort()).toEqual(['thothCpuMilliseconds', 'thothQueriesPerSecond', 'timestamp']);
+  });
+
+  it('storage grows after inserting data, and billing storage reflects it', async () => {
+    expect(sizes).toHaveLength(3);
+    expect(BigInt(sizes[1]) - BigInt(sizes[0])).toBeGreaterThan(15_000_000n);
+    const ym = at(0).toISOString().slice(0, 7);
+    const [usage] = await t.dataSource.query<{ byte_seconds: string }[]>(
+      'SELECT byte_seconds::text FROM database_storage_usage WHERE database_id = $1 AND ym = $2',
+      [db.id, ym],
+    );
+    expect(BigInt(usage.byte_seconds)).toBeGreaterThanOrEqual(
+      sizes.reduce((sum, size) => sum + BigInt(size) * 60n, 0n),
+    );
+    const res = await t.http.get(`/workspaces/${slug}/billing/${ym}/totals`).set(auth).expect(200);
+    expect(matches('WorkspaceMonthlyTotalsDto', res.body)).toBe(true);
+    // GB-months = byte-seconds / (10^9 × seconds in the month), × 100,000 USD per GB-month.
+    const start = new Date(`${ym}-01T00:00:00Z`);
+    const end = new Date(start);
+    end.setUTCMonth(end.getUTCMonth() + 1);
+    const monthSeconds = (end.getTime() - start.getTime()) / 1000;
+    const [line] = await t.dataSource.query<{ quantity: string; unit: string; amount: string; byte_seconds: string }[]>(
+      `SELECT l.quantity::text, l.unit, l.amount::text, u.byte_seconds::text
+         FROM billing_rated_lines l JOIN database_storage_usage u ON u.database_id::text = l.source_id AND u.ym = l.ym
+        WHERE l.component = 'storage' AND l.source_id = $1 AND l.ym = $2`,
+      [db.id, ym],
+    );
+    const expected = (Number(line.byte_seconds) / 1e9 / monthSeconds) * 100_000;
+    expect(Number(line.amount)).toBeCloseTo(expected, 5);
+    expect(line.unit).toBe('GB-month');
+    expect(res.body.totals.storage).toBeGreaterThan(0);
+    expect(res.body.totals).toEqual({
+      compute: 0,
+      subscription: 0,
+      storage: Math.round(Number(line.amount) * 100) / 100,
+      total: Math.round(Number(line.amount) * 100) / 100,
+    });
+  });
+
+  it('bad granularity, start or end are 400 naming the parameter', async () => {
+    const cases: [string, RegExp][] = [
+      [`${window('2m')}`, /granularity must be one of 1m, 5m, 1h, 1d/],
+      [
+        `start=${new Date(at(0).getTime() + 1000).toISOString()}&end=${at(3).toISOString()}`,
+        /start must be minute-aligned/,
+      ],
+      [
+        `start=${at(0).toISOString()}&end=${new Date(at(3).getTime() + 30_000).toISOString()}`,
+        /end must be minute-aligned/,
+      ],
+      ['start=2025-03-01T12:00:00', /start must be an ISO 8601 date-time with a time zone/],
+      ['end=yesterday', /end must be an ISO 8601 date-time/],
+      [`start=${at(3).toISOString()}&end=${at(0).toISOString()}`, /start must be before end/],
+      [`start=2025-01-01T00:00:00Z&end=2025-03-01T00:00:00Z&granularity=1m`, /granularity 1m; at most 10080/],
+    ];
+    for (const [query, message] of cases) {
+      const res = await insights('uptime', query).expect(400);
+      expect(res.body).toEqual({ errorCode: 'bad_request', message: expect.stringMatching(message), statusCode: 400 });
+    }
+  });
+
+  it('a database not in the workspace is 404, by id or by name', async () => {
+    for (const kind of ['uptime', 'errors', 'query-performance']) {
+      for (const unknown of ['6f1c1c8e-4b0a-4f7e-9a55-0d3c2b1a0f00', 'no_such_db']) {
+        const res = await insights(kind, window(), unknown).expect(404);
+        expect(res.body).toEqual({
+          errorCode: 'entity_not_found',
+          message: `No database with id or name ${unknown} in workspace ${slug}`,
+          statusCode: 404,
+        });
+      }
+    }
+    // Another workspace's database is unknown here too.
+    const other = await createWorkspace(t, auth);
+    await insights('uptime', window(), db.id).expect(200);
+    await t.http.get(`/workspaces/${other.slug}/databases/${db.id}/insights/uptime?${window()}`).set(auth).expect(404);
+  });
+
+  it('a window without samples answers empty points and a summary of zeros', async () => {
+    const res = await insights('uptime', 'start=2025-01-01T00:00:00Z&end=2025-01-02T00:00:00Z&granularity=1h').expect(
+      200,
+    );
+    expect(res.body.summary).toEqual({ uptimeSeconds: 0, observedSeconds: 0 });
+    expect(res.body.points).toEqual([]);
+    expect(matches('DatabaseUptimeResponse', res.body)).toBe(true);
+  });
+
+  it('is scheduled as one repeatable job that enqueues one pass per server (deterministic id) and prunes old samples', async () => {
+    const queue = t.app.get(JobDispatcher).queue(Queues.Telemetry);
+    await sampler.ensureSchedule();
+    await sampler.ensureSchedule();
+    expect((await queue.getRepeatableJobs()).map((j) => [j.name, Number(j.every)])).toEqual([
+      ['schedule-passes', 60000],
+    ]);
+
+    // A sample older than the retention (31 days) goes; recent ones stay.
+    const old = new Date(Date.now() - 32 * 86_400_000);
+    await t.dataSource.query(
+      `INSERT INTO database_telemetry_samples (database_id, sampled_at, workspace_id, server_key, observed_seconds,
+         up_seconds, statements_available) VALUES ($1, $2, $3, 'old', 60, 60, true)`,
+      [db.id, old, db.workspace.id],
+    );
+    const now = new Date();
+    expect(await sampler.schedulePasses(now)).toBeGreaterThanOrEqual(1);
+    const slot = new Date(Math.floor(now.getTime() / MINUTE) * MINUTE);
+    const job = await queue.getJob(sampleServerJobId(server.key, slot));
+    expect(job?.name).toBe('sample-server');
+    expect(job?.data).toEqual({ serverKey: server.key, at: slot.toISOString() });
+    const kept = await t.dataSource.query<{ sampled_at: Date }[]>(
+      'SELECT sampled_at FROM database_telemetry_samples WHERE database_id = $1 AND sampled_at <= $2 ORDER BY 1',
+      [db.id, at(2)],
+    );
+    expect(kept.map((r) => r.sampled_at.toISOString())).toEqual([at(0), at(1), at(2)].map((d) => d.toISOString()));
+
+    // The pass job samples the server it names; a second run for the same moment adds nothing.
+    const first = await sampler.runPass(server.key, at(10));
+    expect(first?.sampled).toBeGreaterThanOrEqual(1);
+    expect(await sampler.runPass(server.key, at(10))).toMatchObject({ sampled: 0 });
+    expect(await sampler.runPass('no-such-server:5432/x', at(10))).toBeNull();
+  });
+
+  it('query performance is 502 when pg_stat_statements is not loaded on the server', async () => {
+    // The metadata cluster (no shared_preload_libraries) serves as a data-plane server without it.
+    const bare = await createTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATA_PLANE_URL_AWS_EU_CENTRAL_1: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+      DATA_PLANE_LOCK_SHARED_DATABASES: 'false',
+    });
+    let euPhysical: string | undefined;
+    try {
+      await bare.app.get(JobDispatcher).queue(Queues.Telemetry).pause(true);
+      const owner = (await createDeveloperWithToken(bare.app)).auth;
+      const ws = await createWorkspace(bare, owner);
+      const eu = await createReadyDatabase(bare, owner, ws.slug, undefined, 'AWS_EU_CENTRAL_1');
+      euPhysical = (await databaseRow(bare, eu.id)).physical_name;
+      const s = bare.app.get(TelemetrySampler);
+      const found = (await s.serversToSample()).find((x) => x.databases.some((d) => d.id === eu.id))!;
+      const pass = await s.sampleServer({ ...found, databases: found.databases.filter((d) => d.id === eu.id) }, at(0));
+      expect(pass).toEqual({ sampled: 1, up: 1, statementsAvailable: false });
+      const res = await bare.http
+        .get(`/workspaces/${ws.slug}/databases/${eu.id}/insights/query-performance?${window()}`)
+        .set(owner)
+        .expect(502);
+      expect(res.body).toEqual({
+        errorCode: 'server_error',
+        message: expect.stringContaining('pg_stat_statements is not loaded'),
+        statusCode: 502,
+      });
+      // Uptime and errors do not need it.
+      const uptime = await bare.http
+        .get(`/workspaces/${ws.slug}/databases/${eu.id}/insights/uptime?${window()}`)
+        .set(owner)
+        .expect(200);
+      expect(uptime.body.summary).toEqual({ uptimePercentage: 100, uptimeSeconds: 60, observedSeconds: 60 });
+    } finally {
+      if (euPhysical) await bare.app.get(DataPlane).dropDatabase('AWS_EU_CENTRAL_1', euPhysical);
+      await bare.close();
+    }
+  }, 60000);
+});
