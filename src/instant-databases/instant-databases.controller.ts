@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
@@ -20,10 +20,10 @@ export class InstantDatabasesController {
 
   @Post('databases/provision')
   @Public()
-  @ApiSecurity({})
   @HttpCode(201)
   @ApiOperation({
     operationId: 'provisionDatabaseUnauthenticated',
+    security: [],
     summary: 'Provision a database without authentication',
     description:
       'Creates a database (from the warm pool when possible) that belongs to no workspace yet, with one credential, and returns its connection string and a claim code valid INSTANT_DATABASE_CLAIM_TTL_SECONDS (24 hours by default). The password and the code are shown this once. An unclaimed database is dropped when its code expires. Limited per client address and in all per hour (429 with Retry-After); 404 when the operator has turned instant databases off (INSTANT_DATABASES=off).',
