@@ -149,7 +149,13 @@ describe('databases on the data plane', () => {
 
     it('refuses SQL-injection-shaped names and regions before anything reaches SQL', async () => {
       const before = await runDatabases();
-      const [{ count: rowsBefore }] = await t.dataSource.query('SELECT count(*)::int AS count FROM databases');
+      const [{ count: rowsBefore }] = await t.dataSource.query(
+        // This workspace's rows, and any row anywhere with an attempted name (other spec files
+        // create databases in the same metadata database meanwhile).
+        `SELECT count(*)::int AS count FROM databases d JOIN workspaces w ON w.id = d.workspace_id
+          WHERE w.slug = $1 OR d.name LIKE '%DROP%' OR d.name = 'ok_name'`,
+        [slug],
+      );
       const attempts = [
         { databaseName: 'x"; DROP DATABASE postgres; --', region: 'AWS_US_WEST_2' },
         { databaseName: "a'); DROP ROLE postgres; --", region: 'AWS_US_WEST_2' },
@@ -166,7 +172,13 @@ describe('databases on the data plane', () => {
         .send({ name: 'x"; DROP DATABASE postgres; --' })
         .expect(400);
       expect(rename.body.errorCode).toBe('bad_request');
-      const [{ count: rowsAfter }] = await t.dataSource.query('SELECT count(*)::int AS count FROM databases');
+      const [{ count: rowsAfter }] = await t.dataSource.query(
+        // This workspace's rows, and any row anywhere with an attempted name (other spec files
+        // create databases in the same metadata database meanwhile).
+        `SELECT count(*)::int AS count FROM databases d JOIN workspaces w ON w.id = d.workspace_id
+          WHERE w.slug = $1 OR d.name LIKE '%DROP%' OR d.name = 'ok_name'`,
+        [slug],
+      );
       expect(rowsAfter).toBe(rowsBefore);
       expect(await runDatabases()).toEqual(expect.arrayContaining(before));
       expect(await physicalDatabaseExists('postgres')).toBe(true);

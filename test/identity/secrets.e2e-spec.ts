@@ -185,7 +185,7 @@ describe('secrets stay secret (logs, responses, stored forms)', () => {
       'SELECT password_hash FROM developers WHERE password_hash IS NOT NULL',
     );
     expect(developers.length).toBeGreaterThan(0);
-    expect(developers.every((d) => /^scrypt\$16384\$8\$1\$/.test(d.password_hash))).toBe(true);
+    expect(developers.every((d) => /^scrypt\$131072\$8\$1\$/.test(d.password_hash))).toBe(true);
     expect(
       (await Promise.all(developers.map((d) => verifySecret(secrets.password, d.password_hash)))).some(Boolean),
     ).toBe(true);
