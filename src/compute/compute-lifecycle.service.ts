@@ -2,6 +2,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
 import { DataPlane } from '../data-plane/data-plane.service';
+import { serverOf } from '../databases/database-lifecycle.service';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import { DatabasesService } from '../databases/databases.service';
@@ -207,7 +208,7 @@ export class ComputeLifecycle implements OnModuleInit {
     if (ownLimit !== null) limits.push(ownLimit);
     const limit = connectionLimitFor(limits);
     try {
-      await this.dataPlane.setConnectionLimit(database.region, database.physicalName, limit);
+      await this.dataPlane.setConnectionLimit(serverOf(database), database.physicalName, limit);
       return undefined;
     } catch (err) {
       const error = new DataPlaneRefused(`the data plane refused the connection limit: ${messageOf(err)}`);

@@ -9,6 +9,7 @@ import { DatabaseLifecycle } from './database-lifecycle.service';
 import { DatabaseEntity } from './database.entity';
 import { DatabasesController } from './databases.controller';
 import { DatabasesService } from './databases.service';
+import { Placement } from './placement.service';
 import { PooledDatabaseEntity } from './pooled-database.entity';
 import { WarmPool } from './warm-pool.service';
 
@@ -20,8 +21,9 @@ import { WarmPool } from './warm-pool.service';
     DatabaseLifecycle,
     DatabaseFinalizers,
     WarmPool,
+    Placement,
     ...workerProviders(DatabaseLifecycleProcessor),
   ],
-  exports: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool],
+  exports: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool, Placement],
 })
 export class DatabasesModule {}
