@@ -171,7 +171,10 @@ export class ComputeService {
       type !== undefined &&
       (instance.status !== ComputeInstanceStatus.Ready || instance.instanceTypeId !== instance.desiredInstanceTypeId);
     return {
-      body: { ...(await this.databases.describe(database, workspace)), parent: { id: database.id, name: database.name } },
+      body: {
+        ...(await this.databases.describe(database, workspace)),
+        parent: { id: database.id, name: database.name },
+      },
       pending,
     };
   }

@@ -99,9 +99,7 @@ export class DataPlaneServers implements OnModuleInit {
 
   /** One server as the directory knows it; read again when it is not (yet) there. */
   async view(id: string): Promise<DataPlaneServerView | undefined> {
-    return (
-      (await this.directory()).find((s) => s.id === id) ?? (await this.directory(true)).find((s) => s.id === id)
-    );
+    return (await this.directory()).find((s) => s.id === id) ?? (await this.directory(true)).find((s) => s.id === id);
   }
 
   /** The public host of a server, from the directory. */
@@ -145,7 +143,12 @@ export class DataPlaneServers implements OnModuleInit {
    * Registers a server (the caller has checked that it answers and grants what the data plane
    * needs). Returns it without its URL.
    */
-  async add(input: { region: Region; url: string; publicHost?: string; maxDatabases?: number }): Promise<DataPlaneServerView> {
+  async add(input: {
+    region: Region;
+    url: string;
+    publicHost?: string;
+    maxDatabases?: number;
+  }): Promise<DataPlaneServerView> {
     if (!(input.region in REGIONS)) throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
     const saved = await this.dataSource.transaction((manager) =>
       this.insert(manager, {

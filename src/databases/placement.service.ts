@@ -81,7 +81,10 @@ export class Placement implements OnModuleInit {
   }
 
   /** Databases (not finalized) and warm-pool entries per server. */
-  async usage(serverIds: string[], manager: EntityManager = this.dataSource.manager): Promise<Map<string, ServerUsage>> {
+  async usage(
+    serverIds: string[],
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<Map<string, ServerUsage>> {
     const result = new Map<string, ServerUsage>(serverIds.map((id) => [id, { databases: 0, pooled: 0 }]));
     if (!serverIds.length) return result;
     const rows = await manager.query<{ server_id: string; databases: string; pooled: string }[]>(
