@@ -6,6 +6,12 @@ import { AccessTokens } from './auth/access-tokens';
 import { OAuthClientsService } from './auth/oauth/oauth-clients.service';
 import { SUPPORTED_SCOPES } from './auth/oauth/scopes';
 import { bootstrapChecks } from './bootstrap';
+import { REGIONS, type Region } from './config/regions';
+import { DataPlaneServerState } from './data-plane/data-plane-server.entity';
+import { DataPlaneServers } from './data-plane/data-plane-servers.service';
+import { DataPlane } from './data-plane/data-plane.service';
+import { DatabasesService } from './databases/databases.service';
+import { Placement } from './databases/placement.service';
 import { DeveloperKind } from './developers/developer.entity';
 import { DevelopersService } from './developers/developers.service';
 
@@ -80,12 +86,94 @@ const COMMANDS: Record<string, Command> = {
       return (app) => app.get(OAuthClientsService).create({ clientId, name, redirectUris, isPublic });
     },
   },
+  'server:add': {
+    usage: 'server:add --region R --url URL [--public-host HOST:PORT] [--max-databases N]',
+    options: {
+      region: { type: 'string' },
+      url: { type: 'string' },
+      'public-host': { type: 'string' },
+      'max-databases': { type: 'string' },
+    },
+    prepare(options) {
+      const region = required(options, 'region') as Region;
+      if (!(region in REGIONS)) throw new UsageError(`--region must be one of ${Object.keys(REGIONS).join(', ')}`);
+      const url = required(options, 'url');
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        throw new UsageError('--url must be a postgres:// URL');
+      }
+      if (!['postgres:', 'postgresql:'].includes(parsed.protocol))
+        throw new UsageError('--url must be a postgres:// URL');
+      const publicHost = options['public-host'] as string | undefined;
+      let maxDatabases: number | undefined;
+      if (options['max-databases'] !== undefined) {
+        maxDatabases = Number(options['max-databases']);
+        if (!Number.isInteger(maxDatabases) || maxDatabases < 1) {
+          throw new UsageError('--max-databases must be a whole number from 1');
+        }
+      }
+      return async (app) => {
+        // Connects and checks the admin's rights before anything is saved; the URL is never printed.
+        try {
+          await app.get(DataPlane).checkAdmin(url);
+        } catch (err) {
+          throw new Error(`the server cannot serve as a data-plane server: ${(err as Error).message}`, { cause: err });
+        }
+        return app.get(DataPlaneServers).add({ region, url, publicHost, maxDatabases });
+      };
+    },
+  },
+  'server:list': {
+    usage: 'server:list',
+    options: {},
+    prepare() {
+      return async (app) => {
+        const servers = await app.get(DataPlaneServers).directory(true);
+        const counts = await app.get(DatabasesService).countByServer(servers.map((s) => s.id));
+        return servers.map((s) => ({ ...s, databases: counts.get(s.id) ?? 0 }));
+      };
+    },
+  },
+  'server:drain': {
+    usage: 'server:drain --id ID',
+    options: { id: { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      return (app) => app.get(DataPlaneServers).setState(id, DataPlaneServerState.Draining);
+    },
+  },
+  'server:activate': {
+    usage: 'server:activate --id ID',
+    options: { id: { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      return (app) => app.get(DataPlaneServers).setState(id, DataPlaneServerState.Active);
+    },
+  },
+  'server:remove': {
+    usage: 'server:remove --id ID',
+    options: { id: { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      return (app) => app.get(DataPlaneServers).remove(id, (manager) => app.get(Placement).livingOn(manager, id));
+    },
+  },
 };
 
 function required(options: Options, name: string): string {
   const value = options[name];
   if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
   return value;
+}
+
+function requiredUuid(options: Options, name: string): string {
+  const value = required(options, name);
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
+    throw new UsageError(`--${name} must be a server id (a UUID, see server:list)`);
+  }
+  return value.toLowerCase();
 }
 
 function usage(): string {

@@ -136,13 +136,23 @@ export class DataPlane implements OnApplicationShutdown {
     }
   }
 
-  /** Whether the server answers a trivial query within the timeouts (readiness). */
+  /**
+   * Whether the server accepts a new admin session and answers a trivial query within the timeouts
+   * (readiness). A fresh session, not a pooled one: a server whose logins hang (a catalog lock, no
+   * free connection slots) is down for the work that needs new sessions.
+   */
   async ping(serverId: string): Promise<boolean> {
+    const target = await this.servers.target(serverId);
+    const db = new Client({ ...this.connectionOptions(), connectionString: target.url });
+    db.on('error', () => undefined);
     try {
-      await this.on(serverId, (t) => this.admin(t).query('SELECT 1'));
+      await db.connect();
+      await db.query('SELECT 1');
       return true;
     } catch {
       return false;
+    } finally {
+      await db.end().catch(() => undefined);
     }
   }
 

@@ -7,6 +7,7 @@ import { createDeveloperWithToken, createTestApp, TestApp } from '../support/tes
  */
 const PUBLIC_ROUTES = [
   /^GET \/health$/,
+  /^GET \/health\/data-plane$/,
   /^(GET|POST) \/docs/,
   /^GET \/\.well-known\//,
   /^(GET|POST) \/authorize/,
