@@ -135,6 +135,16 @@ export class EnvironmentVariables {
   @Max(600000)
   DATA_PLANE_STATEMENT_TIMEOUT_MS = 10000;
 
+  /**
+   * `statement_timeout` for CREATE DATABASE and DROP DATABASE, which only background jobs run (builds,
+   * finalizations, warm-pool refills): PostgreSQL may wait for a checkpoint there.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3600000)
+  DATA_PLANE_DATABASE_DDL_TIMEOUT_MS = 120000;
+
   /** `lock_timeout` of every data-plane connection: no statement waits longer for a lock (e.g. a catalog lock). */
   @Transform(toInt)
   @IsInt()

@@ -177,9 +177,8 @@ export class DataPlane implements OnApplicationShutdown {
           'SELECT rolsuper FROM pg_roles WHERE rolname = current_user',
         );
         if (!rows[0]?.rolsuper) await db.query(`GRANT ${o} TO CURRENT_USER`);
-        const created = await this.ignoring(
-          [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
-          db.query(`CREATE DATABASE ${d} OWNER ${o}`),
+        const created = await this.withDatabaseDdlTimeout(db, () =>
+          this.ignoring([DUPLICATE_DATABASE, UNIQUE_VIOLATION], db.query(`CREATE DATABASE ${d} OWNER ${o}`)),
         );
         if (!created) await db.query(`ALTER DATABASE ${d} OWNER TO ${o}`);
         await db.query(`REVOKE ALL ON DATABASE ${d} FROM PUBLIC`);
@@ -218,7 +217,9 @@ export class DataPlane implements OnApplicationShutdown {
     const owner = ownerRoleName(physical);
     return this.on(serverId, (t) =>
       this.withAdmin(t, async (db) => {
-        await db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(assertPhysicalName(physical))} WITH (FORCE)`);
+        await this.withDatabaseDdlTimeout(db, () =>
+          db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(assertPhysicalName(physical))} WITH (FORCE)`),
+        );
         const members = await db.query<{ rolname: string }>(
           `SELECT r.rolname FROM pg_auth_members m
              JOIN pg_roles r ON r.oid = m.member JOIN pg_roles o ON o.oid = m.roleid
@@ -434,6 +435,18 @@ export class DataPlane implements OnApplicationShutdown {
     this.lockedServers.add(t.id);
   }
 
+  /**
+   * Runs CREATE/DROP DATABASE with DATA_PLANE_DATABASE_DDL_TIMEOUT_MS as its statement timeout (they
+   * may wait for a checkpoint), then puts the session's usual timeout back. Only jobs run these.
+   */
+  private async withDatabaseDdlTimeout<T>(db: PoolClient, work: () => Promise<T>): Promise<T> {
+    const env = this.config.env;
+    await db.query(`SET statement_timeout = ${Math.trunc(env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS)}`);
+    const result = await work();
+    await db.query(`SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)}`);
+    return result;
+  }
+
   /** Resolves the server and turns every failure into a DataPlaneError naming its region. */
   private async on<T>(serverId: string, work: (target: DataPlaneTarget) => Promise<T>): Promise<T> {
     const target = await this.servers.target(serverId);
@@ -458,7 +471,9 @@ export class DataPlane implements OnApplicationShutdown {
       statement_timeout: env.DATA_PLANE_STATEMENT_TIMEOUT_MS,
       lock_timeout: env.DATA_PLANE_LOCK_TIMEOUT_MS,
       // A server that stops answering altogether (no cancel reaches it) still frees the caller.
-      query_timeout: env.DATA_PLANE_STATEMENT_TIMEOUT_MS + env.DATA_PLANE_CONNECT_TIMEOUT_MS,
+      query_timeout:
+        Math.max(env.DATA_PLANE_STATEMENT_TIMEOUT_MS, env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS) +
+        env.DATA_PLANE_CONNECT_TIMEOUT_MS,
       application_name: 'control-plane',
     };
   }
