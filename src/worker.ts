@@ -1,15 +1,14 @@
 import 'reflect-metadata';
-import './worker-mode';
 import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
-import { AppModule } from './app.module';
+import { WorkerModule } from './worker.module';
 import { bootstrapChecks } from './bootstrap';
 import { closeOnSignals } from './shutdown';
 
-/** The queue processors alone: the same modules as the API, as an application context without HTTP. */
+/** The queue processors alone (WorkerModule): the same feature modules as the API, as an application context without HTTP. */
 async function main(): Promise<void> {
   await bootstrapChecks();
-  const app = await NestFactory.createApplicationContext(AppModule, { bufferLogs: true });
+  const app = await NestFactory.createApplicationContext(WorkerModule, { bufferLogs: true });
   const logger = app.get(Logger);
   app.useLogger(logger);
   closeOnSignals(app, logger);

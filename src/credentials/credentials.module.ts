@@ -1,9 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DatabasesModule } from '../databases/databases.module';
-import { workerProviders } from '../queues/worker-providers';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
-import { CredentialExpiryProcessor } from './credential-expiry.processor';
 import { CredentialRotationEntity } from './credential-rotation.entity';
 import { CredentialEntity } from './credential.entity';
 import { CredentialsController } from './credentials.controller';
@@ -12,7 +10,7 @@ import { CredentialsService } from './credentials.service';
 @Module({
   imports: [TypeOrmModule.forFeature([CredentialEntity, CredentialRotationEntity]), DatabasesModule, WorkspacesModule],
   controllers: [CredentialsController],
-  providers: [CredentialsService, ...workerProviders(CredentialExpiryProcessor)],
+  providers: [CredentialsService],
   exports: [CredentialsService],
 })
 export class CredentialsModule {}

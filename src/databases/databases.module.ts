@@ -1,10 +1,8 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { workerProviders } from '../queues/worker-providers';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { DatabaseByIdController } from './database-by-id.controller';
 import { DatabaseFinalizers } from './database-finalizers';
-import { DatabaseLifecycleProcessor } from './database-lifecycle.processor';
 import { DatabaseLifecycle } from './database-lifecycle.service';
 import { DatabaseEntity } from './database.entity';
 import { DatabasesController } from './databases.controller';
@@ -16,14 +14,7 @@ import { WarmPool } from './warm-pool.service';
 @Module({
   imports: [TypeOrmModule.forFeature([DatabaseEntity, PooledDatabaseEntity]), WorkspacesModule],
   controllers: [DatabasesController, DatabaseByIdController],
-  providers: [
-    DatabasesService,
-    DatabaseLifecycle,
-    DatabaseFinalizers,
-    WarmPool,
-    Placement,
-    ...workerProviders(DatabaseLifecycleProcessor),
-  ],
+  providers: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool, Placement],
   exports: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool, Placement],
 })
 export class DatabasesModule {}

@@ -6,7 +6,7 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { AppModule } from '../../src/app.module';
+import { ApiModule } from '../../src/api.module';
 import { configureApp } from '../../src/app.setup';
 import { AccessTokens } from '../../src/auth/access-tokens';
 import { migrateDatabase } from '../../src/database/data-source-options';
@@ -21,7 +21,7 @@ export interface TestApp {
 }
 
 /**
- * Boots the whole AppModule, configured as main.ts does, against the run's real PostgreSQL, Redis
+ * Boots the API module (with the queue processors unless WORKERS=off), configured as main.ts does, against the run's real PostgreSQL, Redis
  * and data plane. Each app gets its own queue prefix so specs never take each other's jobs.
  */
 export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
@@ -40,7 +40,9 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   Object.assign(process.env, overrides);
   let app: NestExpressApplication;
   try {
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ApiModule.forRoot({ workers: (overrides.WORKERS ?? process.env.WORKERS ?? 'on') !== 'off' })],
+    }).compile();
     app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, bufferLogs: true });
     configureApp(app);
     await app.init();
