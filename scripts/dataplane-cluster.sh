@@ -2,15 +2,18 @@
 # Creates (once) and starts a second, password-checking PostgreSQL cluster used as the data plane
 # in tests: this machine's main cluster trusts every local login, which would make credential
 # passwords meaningless. Prints the admin URL (DATA_PLANE_URL) on its last line.
+# More clusters (a second data-plane server of a region, for the fleet tests): give each a name and
+# a port, e.g. `DATAPLANE_NAME=dataplane2 DATAPLANE_PORT=5434 bash scripts/dataplane-cluster.sh`.
 set -euo pipefail
+NAME="${DATAPLANE_NAME:-dataplane}"
 PORT="${DATAPLANE_PORT:-5433}"
 STATE_DIR="${XDG_STATE_HOME:-$HOME/.local/state}/db-control-plane"
 URL_FILE="$STATE_DIR/dataplane-$PORT.url"
 VERSION="$(ls /etc/postgresql | sort -V | tail -n1)"
-CONF_DIR="/etc/postgresql/$VERSION/dataplane"
+CONF_DIR="/etc/postgresql/$VERSION/$NAME"
 
 if [ ! -d "$CONF_DIR" ]; then
-  pg_createcluster "$VERSION" dataplane --port "$PORT" >/dev/null
+  pg_createcluster "$VERSION" "$NAME" --port "$PORT" >/dev/null
 fi
 cat > "$CONF_DIR/pg_hba.conf" <<HBA
 local all postgres peer
@@ -19,10 +22,10 @@ host all all 127.0.0.1/32 scram-sha-256
 host all all ::1/128 scram-sha-256
 HBA
 chown postgres:postgres "$CONF_DIR/pg_hba.conf"
-if ! pg_lsclusters -h | awk -v v="$VERSION" '$1==v && $2=="dataplane" {print $4}' | grep -q online; then
-  pg_ctlcluster --skip-systemctl-redirect "$VERSION" dataplane start
+if ! pg_lsclusters -h | awk -v v="$VERSION" -v n="$NAME" '$1==v && $2==n {print $4}' | grep -q online; then
+  pg_ctlcluster --skip-systemctl-redirect "$VERSION" "$NAME" start
 else
-  pg_ctlcluster --skip-systemctl-redirect "$VERSION" dataplane reload
+  pg_ctlcluster --skip-systemctl-redirect "$VERSION" "$NAME" reload
 fi
 
 # Query-performance insights read pg_stat_statements, which must be preloaded: configured once in
@@ -34,7 +37,7 @@ if [ ! -f "$STATEMENTS_CONF" ]; then
   chown postgres:postgres "$STATEMENTS_CONF"
 fi
 if ! runuser -u postgres -- psql -p "$PORT" -qAtc 'SHOW shared_preload_libraries' | grep -q pg_stat_statements; then
-  pg_ctlcluster --skip-systemctl-redirect "$VERSION" dataplane restart
+  pg_ctlcluster --skip-systemctl-redirect "$VERSION" "$NAME" restart
 fi
 runuser -u postgres -- psql -p "$PORT" -qAtc 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' >/dev/null
 

@@ -26,7 +26,10 @@ import { QueuesModule } from './queues/queues.module';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module';
 import { WorkspacesModule } from './workspaces/workspaces.module';
 
-/** Wires the feature modules. Used by both entry points: the HTTP API (main.ts) and the worker (worker.ts). */
+/**
+ * Wires the feature modules, without queue processors. What a process boots is composed from it:
+ * ApiModule (main.ts), WorkerModule (worker.ts), and the operator CLI, which uses it alone.
+ */
 @Module({
   imports: [
     ConfigModule,

@@ -1,13 +1,7 @@
 import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { parseArgs } from 'node:util';
-import { AccessTokens } from './auth/access-tokens';
-import { OAuthClientsService } from './auth/oauth/oauth-clients.service';
-import { SUPPORTED_SCOPES } from './auth/oauth/scopes';
-import { bootstrapChecks } from './bootstrap';
-import { DeveloperKind } from './developers/developer.entity';
-import { DevelopersService } from './developers/developers.service';
+import { REGIONS, type Region } from './config/regions';
 
 /**
  * Operator commands: `npm run --silent cli -- <command> [options]`. Each prints one JSON object as
@@ -26,6 +20,19 @@ interface Command {
 
 class UsageError extends Error {}
 
+/** The fleet's services, loaded when a server command runs (like every service here: usage errors stay quick). */
+async function fleet() {
+  const [{ DataPlaneServers }, { DataPlane }, { DatabasesService }, { Placement }, { DataPlaneServerState }] =
+    await Promise.all([
+      import('./data-plane/data-plane-servers.service.js'),
+      import('./data-plane/data-plane.service.js'),
+      import('./databases/databases.service.js'),
+      import('./databases/placement.service.js'),
+      import('./data-plane/data-plane-server.entity.js'),
+    ]);
+  return { DataPlaneServers, DataPlane, DatabasesService, Placement, DataPlaneServerState };
+}
+
 const MAX_TTL_SECONDS = 366 * 86400;
 
 const COMMANDS: Record<string, Command> = {
@@ -37,11 +44,20 @@ const COMMANDS: Record<string, Command> = {
       const kind = ((options.kind as string | undefined) ?? 'HUMAN').toUpperCase();
       if (kind === 'API') {
         if (options.password !== undefined) throw new UsageError('an API developer has no password');
-        return (app) => app.get(OAuthClientsService).createApiDeveloper(email);
+        return async (app) => {
+          const { OAuthClientsService } = await import('./auth/oauth/oauth-clients.service.js');
+          return app.get(OAuthClientsService).createApiDeveloper(email);
+        };
       }
       if (kind !== 'HUMAN') throw new UsageError('--kind must be HUMAN or API');
       const password = required(options, 'password');
-      return (app) => app.get(DevelopersService).create({ email, kind: DeveloperKind.Human, password });
+      return async (app) => {
+        const [{ DevelopersService }, { DeveloperKind }] = await Promise.all([
+          import('./developers/developers.service.js'),
+          import('./developers/developer.entity.js'),
+        ]);
+        return app.get(DevelopersService).create({ email, kind: DeveloperKind.Human, password });
+      };
     },
   },
   'token:issue': {
@@ -57,6 +73,11 @@ const COMMANDS: Record<string, Command> = {
         }
       }
       return async (app) => {
+        const [{ DevelopersService }, { AccessTokens }, { SUPPORTED_SCOPES }] = await Promise.all([
+          import('./developers/developers.service.js'),
+          import('./auth/access-tokens.js'),
+          import('./auth/oauth/scopes.js'),
+        ]);
         const developer = await app.get(DevelopersService).findActiveByEmail(email);
         if (!developer) throw new Error(`No developer with e-mail ${email}`);
         return app.get(AccessTokens).issue({ sub: developer.id, scope: SUPPORTED_SCOPES.join(' ') }, ttl);
@@ -77,7 +98,95 @@ const COMMANDS: Record<string, Command> = {
       if (!redirectUris.length) throw new UsageError('--redirect-uri is required');
       const name = options.name as string | undefined;
       const isPublic = options.public === true;
-      return (app) => app.get(OAuthClientsService).create({ clientId, name, redirectUris, isPublic });
+      return async (app) => {
+        const { OAuthClientsService } = await import('./auth/oauth/oauth-clients.service.js');
+        return app.get(OAuthClientsService).create({ clientId, name, redirectUris, isPublic });
+      };
+    },
+  },
+  'server:add': {
+    usage: 'server:add --region R --url URL [--public-host HOST:PORT] [--max-databases N]',
+    options: {
+      region: { type: 'string' },
+      url: { type: 'string' },
+      'public-host': { type: 'string' },
+      'max-databases': { type: 'string' },
+    },
+    prepare(options) {
+      const region = required(options, 'region') as Region;
+      if (!(region in REGIONS)) throw new UsageError(`--region must be one of ${Object.keys(REGIONS).join(', ')}`);
+      const url = required(options, 'url');
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        throw new UsageError('--url must be a postgres:// URL');
+      }
+      if (!['postgres:', 'postgresql:'].includes(parsed.protocol))
+        throw new UsageError('--url must be a postgres:// URL');
+      const publicHost = options['public-host'] as string | undefined;
+      let maxDatabases: number | undefined;
+      if (options['max-databases'] !== undefined) {
+        maxDatabases = Number(options['max-databases']);
+        if (!Number.isInteger(maxDatabases) || maxDatabases < 1) {
+          throw new UsageError('--max-databases must be a whole number from 1');
+        }
+      }
+      return async (app) => {
+        const { DataPlane, DataPlaneServers } = await fleet();
+        // Connects and checks the admin's rights before anything is saved; the URL is never printed.
+        try {
+          await app.get(DataPlane).checkAdmin(url);
+        } catch (err) {
+          throw new Error(`the server cannot serve as a data-plane server: ${(err as Error).message}`, { cause: err });
+        }
+        return app.get(DataPlaneServers).add({ region, url, publicHost, maxDatabases });
+      };
+    },
+  },
+  'server:list': {
+    usage: 'server:list',
+    options: {},
+    prepare() {
+      return async (app) => {
+        const { DataPlaneServers, DatabasesService } = await fleet();
+        const servers = await app.get(DataPlaneServers).directory(true);
+        const counts = await app.get(DatabasesService).countByServer(servers.map((s) => s.id));
+        return servers.map((s) => ({ ...s, databases: counts.get(s.id) ?? 0 }));
+      };
+    },
+  },
+  'server:drain': {
+    usage: 'server:drain --id ID',
+    options: { id: { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      return async (app) => {
+        const { DataPlaneServers, DataPlaneServerState } = await fleet();
+        return app.get(DataPlaneServers).setState(id, DataPlaneServerState.Draining);
+      };
+    },
+  },
+  'server:activate': {
+    usage: 'server:activate --id ID',
+    options: { id: { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      return async (app) => {
+        const { DataPlaneServers, DataPlaneServerState } = await fleet();
+        return app.get(DataPlaneServers).setState(id, DataPlaneServerState.Active);
+      };
+    },
+  },
+  'server:remove': {
+    usage: 'server:remove --id ID',
+    options: { id: { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      return async (app) => {
+        const { DataPlaneServers, Placement } = await fleet();
+        return app.get(DataPlaneServers).remove(id, (manager) => app.get(Placement).livingOn(manager, id));
+      };
     },
   },
 };
@@ -98,6 +207,14 @@ function required(options: Options, name: string): string {
   const value = options[name];
   if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
   return value;
+}
+
+function requiredUuid(options: Options, name: string): string {
+  const value = required(options, name);
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
+    throw new UsageError(`--${name} must be a server id (a UUID, see server:list)`);
+  }
+  return value.toLowerCase();
 }
 
 function usage(): string {
@@ -130,9 +247,9 @@ async function main(argv: string[]): Promise<number> {
     return fail((err as Error).message, command.usage);
   }
 
-  // Operator commands never run queue processors. Feature modules read this when they are defined,
-  // so the application module is loaded only from here on.
-  process.env.WORKERS = 'off';
+  // Operator commands never run queue processors: AppModule alone has none (see QueueProcessorsModule).
+  // Loaded only now, so usage errors answer without loading the whole application.
+  const [{ bootstrapChecks }, { NestFactory }] = await Promise.all([import('./bootstrap.js'), import('@nestjs/core')]);
   await bootstrapChecks();
   const { AppModule } = await import('./app.module.js');
   const app = await NestFactory.createApplicationContext(AppModule, { logger: false, abortOnError: false });

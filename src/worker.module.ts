@@ -1,7 +1,11 @@
 import { Module } from '@nestjs/common';
 import { AppModule } from './app.module';
 import { WorkerProbeModule } from './observability/worker-probe.module';
+import { QueueProcessorsModule } from './queue-processors.module';
 
-/** What the worker process boots: the feature modules (processors run) and its probe port. */
-@Module({ imports: [AppModule, WorkerProbeModule] })
+/**
+ * The worker process: the same feature modules as the API with the queue processors (whatever
+ * WORKERS says), and its probe port (WORKER_PORT: health and metrics).
+ */
+@Module({ imports: [AppModule, QueueProcessorsModule, WorkerProbeModule] })
 export class WorkerModule {}

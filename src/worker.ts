@@ -1,5 +1,4 @@
 import 'reflect-metadata';
-import './worker-mode';
 import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
 import { bootstrapChecks } from './bootstrap';
@@ -7,8 +6,8 @@ import { closeOnSignals } from './shutdown';
 import { WorkerModule } from './worker.module';
 
 /**
- * The queue processors alone: the same modules as the API, as an application context without the
- * API's HTTP server; only its probe port (WORKER_PORT) listens.
+ * The queue processors alone (WorkerModule): the same feature modules as the API, as an application
+ * context without the API's HTTP server; only its probe port (WORKER_PORT) listens.
  */
 async function main(): Promise<void> {
   await bootstrapChecks();

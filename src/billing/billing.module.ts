@@ -1,18 +1,16 @@
 import { Module } from '@nestjs/common';
 import { InsightsModule } from '../insights/insights.module';
 import { MetricsModule } from '../metrics/metrics.module';
-import { workerProviders } from '../queues/worker-providers';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { BillingRater } from './billing-rater.service';
-import { BillingRatingProcessor } from './billing-rating.processor';
 import { BillingController } from './billing.controller';
 import { BillingService } from './billing.service';
 
 @Module({
   imports: [WorkspacesModule, SubscriptionsModule, MetricsModule, InsightsModule],
   controllers: [BillingController],
-  providers: [BillingRater, BillingService, ...workerProviders(BillingRatingProcessor)],
+  providers: [BillingRater, BillingService],
   exports: [BillingRater],
 })
 export class BillingModule {}

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
 import { DataPlane } from '../data-plane/data-plane.service';
+import { serverOf } from '../databases/database-lifecycle.service';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import { DatabasesService } from '../databases/databases.service';
@@ -25,6 +26,18 @@ class DataPlaneRefused extends Error {}
 /** The instance's database is not READY yet; the job retries with backoff, the instance stays where it is. */
 class DatabaseNotReady extends Error {}
 
+type Plan =
+  | { kind: 'done' }
+  | { kind: 'failed'; error: Error }
+  | { kind: 'terminate'; instance: ComputeInstanceEntity; database: DatabaseEntity; limit: number }
+  | {
+      kind: 'ready';
+      instance: ComputeInstanceEntity;
+      database: DatabaseEntity;
+      type: ComputeTypeEntity;
+      limit: number;
+    };
+
 interface Locked {
   instance: ComputeInstanceEntity;
   /** Null only if the database row vanished (it never does: finalized rows stay as tombstones). */
@@ -42,10 +55,10 @@ interface Locked {
  * - a data-plane failure: FAILED (DELETING stays DELETING) with `lastError`, retried with backoff.
  *
  * What an instance is on the data plane: its size's connections added to its database's
- * `CONNECTION LIMIT` (see connection-envelope.ts). Every step runs with the database row locked,
- * then the instance row, so the instances of one database apply their envelope one at a time and
- * never while the database itself is being built or finalized; each step recomputes the envelope
- * from the rows, so running a job twice (or late) changes nothing.
+ * `CONNECTION LIMIT` (see connection-envelope.ts). Every metadata step runs with the database row
+ * locked, then the instance row, and never while the data plane works; the instances of one
+ * database apply their envelope one at a time (an advisory lock on its data-plane server); each
+ * step recomputes the envelope from the rows, so running a job twice (or late) changes nothing.
  */
 @Injectable()
 export class ComputeLifecycle implements OnModuleInit {
@@ -79,13 +92,87 @@ export class ComputeLifecycle implements OnModuleInit {
    * while the data plane works), then applies the database's envelope and records the result.
    * Throws when the work could not be done (data plane refused, database not READY yet), so the
    * job is retried with backoff; the sweep picks it up again after the attempts run out.
+   *
+   * No metadata transaction is open while the data plane works (habit 14): the envelope is planned
+   * in a short transaction with the rows locked, applied, then recorded in a second one that first
+   * checks the instance still wants what was applied (else it plans again). Envelope changes of one
+   * database take turns under an advisory lock on its data-plane server, so the last one applied
+   * was planned from the latest rows.
    */
   async converge(instanceId: string): Promise<void> {
     const started = await this.locked(instanceId, (locked) => this.begin(locked));
     if (!started) return;
     if (!started.ok) throw started.error;
-    const applied = await this.locked(instanceId, (locked) => this.apply(locked));
-    if (applied && !applied.ok) throw applied.error;
+    // Decided first without any data-plane lock: an instance with nothing to apply (or whose
+    // database is not READY, or whose server is unreachable and it has nothing to take back there)
+    // never waits for its server.
+    const first = await this.locked(instanceId, (locked) => this.plan(locked));
+    if (!first || first.kind === 'done') return;
+    if (first.kind === 'failed') throw first.error;
+    const applied = await this.dataPlane.exclusively(
+      serverOf(first.database),
+      `compute-envelope:${first.database.physicalName}`,
+      () => this.applyOnce(instanceId),
+    );
+    if (!applied) throw new DataPlaneRefused("another run is applying this database's envelope; will retry");
+    if (!applied.ok) throw applied.error;
+  }
+
+  /** Plan, apply, record (see converge); plans again (a few times) when the instance changed meanwhile. */
+  private async applyOnce(instanceId: string): Promise<Outcome> {
+    for (let round = 0; round < 3; round += 1) {
+      const plan = await this.locked(instanceId, (locked) => this.plan(locked));
+      if (!plan || plan.kind === 'done') return OK;
+      if (plan.kind === 'failed') return { ok: false, error: plan.error };
+      try {
+        await this.dataPlane.setConnectionLimit(serverOf(plan.database), plan.database.physicalName, plan.limit);
+      } catch (err) {
+        const error = new DataPlaneRefused(`the data plane refused the connection limit: ${messageOf(err)}`);
+        this.logger.error(
+          { instanceId, databaseId: plan.database.id, region: plan.database.region, err: messageOf(err) },
+          'could not apply the compute envelope; will retry',
+        );
+        await this.locked(instanceId, async ({ instance, manager }) => {
+          if (!this.unchanged(instance, plan.instance)) return;
+          const failed = plan.kind === 'ready' ? { status: ComputeInstanceStatus.Failed } : {};
+          await manager.update(ComputeInstanceEntity, { id: instance.id }, { ...failed, lastError: error.message });
+        });
+        return { ok: false, error };
+      }
+      const recorded = await this.locked(instanceId, async ({ instance, database, manager }) => {
+        if (!this.unchanged(instance, plan.instance) || !database) return false;
+        if (plan.kind === 'terminate') {
+          await this.terminate(manager, instance);
+          this.logger.log({ instanceId: instance.id, databaseId: database.id }, 'compute instance terminated');
+          return true;
+        }
+        await manager.update(
+          ComputeInstanceEntity,
+          { id: instance.id },
+          { instanceTypeId: plan.type.id, status: ComputeInstanceStatus.Ready, lastError: null },
+        );
+        await this.recordUsage(manager, instance, database, plan.type);
+        this.logger.log(
+          { instanceId: instance.id, databaseId: database.id, type: plan.type.id },
+          'compute instance ready',
+        );
+        return true;
+      });
+      if (recorded !== false) return OK;
+    }
+    return {
+      ok: false,
+      error: new DataPlaneRefused('the instance kept changing while its envelope was applied; will retry'),
+    };
+  }
+
+  /** Whether the instance still wants what was planned (same desired size, same deletion, not terminated). */
+  private unchanged(now: ComputeInstanceEntity, planned: ComputeInstanceEntity): boolean {
+    return (
+      !now.terminated &&
+      now.desiredInstanceTypeId === planned.desiredInstanceTypeId &&
+      (now.deleted?.getTime() ?? null) === (planned.deleted?.getTime() ?? null)
+    );
   }
 
   /**
@@ -141,44 +228,37 @@ export class ComputeLifecycle implements OnModuleInit {
     return OK;
   }
 
-  private async apply({ instance, database, manager }: Locked): Promise<Outcome> {
-    if (instance.terminated) return OK;
+  /**
+   * What the instance needs on the data plane, decided with the rows locked: nothing (done), the
+   * envelope without it then termination, or the envelope with its desired size then READY.
+   */
+  private async plan({ instance, database, manager }: Locked): Promise<Plan> {
+    if (instance.terminated) return { kind: 'done' };
     if (!database || database.finalized) {
       await this.terminate(manager, instance);
-      return OK;
+      return { kind: 'done' };
     }
     if (instance.deleted) {
       // An instance only ever counted on a READY database; otherwise there is nothing to take back.
-      if (database.status === DatabaseStatus.Ready) {
-        const refused = await this.applyEnvelope(manager, database, instance, null);
-        if (refused) return { ok: false, error: refused };
+      if (database.status !== DatabaseStatus.Ready) {
+        await this.terminate(manager, instance);
+        this.logger.log({ instanceId: instance.id, databaseId: database.id }, 'compute instance terminated');
+        return { kind: 'done' };
       }
-      await this.terminate(manager, instance);
-      this.logger.log({ instanceId: instance.id, databaseId: database.id }, 'compute instance terminated');
-      return OK;
+      return { kind: 'terminate', instance, database, limit: await this.envelope(manager, database, instance, null) };
     }
-    if (this.settled(instance)) return OK;
+    if (this.settled(instance)) return { kind: 'done' };
     if (database.status !== DatabaseStatus.Ready) {
-      return { ok: false, error: new DatabaseNotReady(`database ${database.name} is not READY`) };
+      return { kind: 'failed', error: new DatabaseNotReady(`database ${database.name} is not READY`) };
     }
     const type = await manager.findOneByOrFail(ComputeTypeEntity, { id: instance.desiredInstanceTypeId });
-    const refused = await this.applyEnvelope(manager, database, instance, type.connectionLimit);
-    if (refused) {
-      await manager.update(
-        ComputeInstanceEntity,
-        { id: instance.id },
-        { status: ComputeInstanceStatus.Failed, lastError: refused.message },
-      );
-      return { ok: false, error: refused };
-    }
-    await manager.update(
-      ComputeInstanceEntity,
-      { id: instance.id },
-      { instanceTypeId: type.id, status: ComputeInstanceStatus.Ready, lastError: null },
-    );
-    await this.recordUsage(manager, instance, database, type);
-    this.logger.log({ instanceId: instance.id, databaseId: database.id, type: type.id }, 'compute instance ready');
-    return OK;
+    return {
+      kind: 'ready',
+      instance,
+      database,
+      type,
+      limit: await this.envelope(manager, database, instance, type.connectionLimit),
+    };
   }
 
   private settled(instance: ComputeInstanceEntity): boolean {
@@ -188,16 +268,15 @@ export class ComputeLifecycle implements OnModuleInit {
   }
 
   /**
-   * Sets the database's connection limit to the envelope of its live instances as they run now,
-   * with this instance at `ownLimit` (null: without it). Returns the data plane's refusal, if any
-   * (also recorded on the instance as `lastError`).
+   * The database's connection limit for the envelope of its live instances as they run now, with
+   * this instance at `ownLimit` (null: without it).
    */
-  private async applyEnvelope(
+  private async envelope(
     manager: EntityManager,
     database: DatabaseEntity,
     instance: ComputeInstanceEntity,
     ownLimit: number | null,
-  ): Promise<Error | undefined> {
+  ): Promise<number> {
     const others = await manager.query<{ connection_limit: number }[]>(
       `SELECT t.connection_limit FROM compute_instances i JOIN compute_types t ON t.id = i.instance_type_id
         WHERE i.database_id = $1 AND i.id <> $2 AND i.deleted IS NULL AND i.terminated IS NULL`,
@@ -205,19 +284,7 @@ export class ComputeLifecycle implements OnModuleInit {
     );
     const limits = others.map((r) => Number(r.connection_limit));
     if (ownLimit !== null) limits.push(ownLimit);
-    const limit = connectionLimitFor(limits);
-    try {
-      await this.dataPlane.setConnectionLimit(database.region, database.physicalName, limit);
-      return undefined;
-    } catch (err) {
-      const error = new DataPlaneRefused(`the data plane refused the connection limit: ${messageOf(err)}`);
-      await manager.update(ComputeInstanceEntity, { id: instance.id }, { lastError: error.message });
-      this.logger.error(
-        { instanceId: instance.id, databaseId: database.id, region: database.region, err: messageOf(err) },
-        'could not apply the compute envelope; will retry',
-      );
-      return error;
-    }
+    return connectionLimitFor(limits);
   }
 
   /** Opens the usage period at the instance's new size, closing the one at its old size (same instant). */

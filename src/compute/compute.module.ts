@@ -1,12 +1,10 @@
 import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DatabasesModule } from '../databases/databases.module';
-import { workerProviders } from '../queues/worker-providers';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { ComputeInstanceEntity } from './compute-instance.entity';
 import { ComputeInstancesController } from './compute-instances.controller';
-import { ComputeLifecycleProcessor } from './compute-lifecycle.processor';
 import { ComputeLifecycle } from './compute-lifecycle.service';
 import { ComputeTypeEntity } from './compute-type.entity';
 import { ComputeTypesController } from './compute-types.controller';
@@ -24,7 +22,7 @@ const INSTANCES = 'workspaces/:workspaceSlug/databases/:databaseName/compute';
     SubscriptionsModule,
   ],
   controllers: [ComputeTypesController, ComputeInstancesController],
-  providers: [ComputeService, ComputeLifecycle, ...workerProviders(ComputeLifecycleProcessor)],
+  providers: [ComputeService, ComputeLifecycle],
   exports: [ComputeService, ComputeLifecycle],
 })
 export class ComputeModule implements NestModule {

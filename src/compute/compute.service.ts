@@ -89,7 +89,7 @@ export class ComputeService {
       );
     });
     await this.lifecycle.dispatch(instance);
-    return this.describe(instance, types, database, workspace);
+    return this.describe(instance, types, database, await this.databases.describe(database, workspace), workspace);
   }
 
   /**
@@ -116,7 +116,8 @@ export class ComputeService {
     if (end) query.andWhere('i.created < :end', { end });
     const rows = await query.orderBy('i.created', 'ASC').addOrderBy('i.id', 'ASC').getMany();
     const types = await this.allTypes();
-    return rows.map((row) => this.describe(row, types, database, workspace));
+    const databaseBody = await this.databases.describe(database, workspace);
+    return rows.map((row) => this.describe(row, types, database, databaseBody, workspace));
   }
 
   /** One instance of the database, also once deleted (so its deletion can be followed to TERMINATED). */
@@ -130,7 +131,13 @@ export class ComputeService {
       ? await this.instances.findOneBy({ id: instanceId, databaseId: database.id })
       : null;
     if (!instance) throw this.instanceNotFound(instanceId, databaseName);
-    return this.describe(instance, await this.allTypes(), database, workspace);
+    return this.describe(
+      instance,
+      await this.allTypes(),
+      database,
+      await this.databases.describe(database, workspace),
+      workspace,
+    );
   }
 
   /**
@@ -167,7 +174,10 @@ export class ComputeService {
       type !== undefined &&
       (instance.status !== ComputeInstanceStatus.Ready || instance.instanceTypeId !== instance.desiredInstanceTypeId);
     return {
-      body: { ...this.databases.describe(database, workspace), parent: { id: database.id, name: database.name } },
+      body: {
+        ...(await this.databases.describe(database, workspace)),
+        parent: { id: database.id, name: database.name },
+      },
       pending,
     };
   }
@@ -190,13 +200,14 @@ export class ComputeService {
       return { ...row, ...changes };
     });
     if (!instance.terminated) await this.lifecycle.dispatch(instance);
-    return { body: this.databases.describe(database, workspace), pending: !instance.terminated };
+    return { body: await this.databases.describe(database, workspace), pending: !instance.terminated };
   }
 
   private describe(
     instance: ComputeInstanceEntity,
     types: ComputeTypeEntity[],
     database: DatabaseEntity,
+    databaseBody: DatabaseResponse,
     workspace: WorkspaceEntity,
   ): DedicatedComputeInstanceResponse {
     const byId = (id: string) => {
@@ -208,7 +219,7 @@ export class ComputeService {
     return {
       instanceId: instance.id,
       workspace: WorkspaceResponse.from(workspace),
-      database: this.databases.describe(database, workspace),
+      database: databaseBody,
       region: database.region,
       instanceName: instance.name,
       instanceType: typeResponse(instance.instanceTypeId ? byId(instance.instanceTypeId) : desired),

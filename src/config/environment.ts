@@ -135,6 +135,46 @@ export class EnvironmentVariables {
   @IsBoolean()
   DATA_PLANE_LOCK_SHARED_DATABASES = true;
 
+  /** Capacity (`max_databases`) of a data-plane server registered without one (from DATA_PLANE_URL or `server:add`). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  DATA_PLANE_MAX_DATABASES = 1000;
+
+  /** How long a connection attempt to a data-plane server may take before it counts as unavailable. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(60000)
+  DATA_PLANE_CONNECT_TIMEOUT_MS = 5000;
+
+  /**
+   * `statement_timeout` of every data-plane connection: no statement runs longer (dropping a large
+   * database with its files is the slowest thing the data plane does).
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600000)
+  DATA_PLANE_STATEMENT_TIMEOUT_MS = 10000;
+
+  /**
+   * `statement_timeout` for CREATE DATABASE and DROP DATABASE, which only background jobs run (builds,
+   * finalizations, warm-pool refills): PostgreSQL may wait for a checkpoint there.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3600000)
+  DATA_PLANE_DATABASE_DDL_TIMEOUT_MS = 120000;
+
+  /** `lock_timeout` of every data-plane connection: no statement waits longer for a lock (e.g. a catalog lock). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600000)
+  DATA_PLANE_LOCK_TIMEOUT_MS = 3000;
+
   /** Prefix of physical database and owner-role names on the data plane (lets test runs share a server). */
   @Matches(/^[a-z][a-z0-9_]{0,19}$/)
   DATA_PLANE_NAME_PREFIX = 'cp_';

@@ -26,6 +26,14 @@ export class CredentialEntity {
   @Column({ type: 'boolean', default: false })
   internal!: boolean;
 
+  /**
+   * The intent of a create not yet confirmed on the data plane (the row is written and committed
+   * before the role is made). Pending credentials are never listed; one whose create failed or was
+   * abandoned gets an expiry, and the expiry sweep drops whatever role it may have left.
+   */
+  @Column({ type: 'boolean', default: false })
+  pending!: boolean;
+
   @Column({ type: 'varchar', length: 200, nullable: true })
   tenant!: string | null;
 

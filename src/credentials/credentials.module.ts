@@ -1,10 +1,8 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DatabasesModule } from '../databases/databases.module';
-import { workerProviders } from '../queues/worker-providers';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
-import { CredentialExpiryProcessor } from './credential-expiry.processor';
 import { CredentialRotationEntity } from './credential-rotation.entity';
 import { CredentialEntity } from './credential.entity';
 import { CredentialsController } from './credentials.controller';
@@ -18,7 +16,7 @@ import { CredentialsService } from './credentials.service';
     SubscriptionsModule,
   ],
   controllers: [CredentialsController],
-  providers: [CredentialsService, ...workerProviders(CredentialExpiryProcessor)],
+  providers: [CredentialsService],
   exports: [CredentialsService],
 })
 export class CredentialsModule {}

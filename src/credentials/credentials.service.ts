@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager, In, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
-import type { Region } from '../config/regions';
 import { SecretBox } from '../common/crypto/secret-box';
 import { randomToken } from '../common/crypto/tokens';
 import { PlanLimits } from '../subscriptions/plan-limits.service';
@@ -24,8 +23,12 @@ import { CreateCredentialResponse, CredentialResponse } from './credential.respo
 import type { RotateCredentialsDto } from './dto/rotate-credentials.dto';
 import { messageOf } from '../common/errors/message-of';
 import { isUuid } from '../common/http/uuid';
+import { serverOf } from '../databases/database-lifecycle.service';
+import { dataPlaneUnavailable } from '../data-plane/unavailable';
 
 const SWEEP_BATCH = 500;
+/** A create still pending after this long was cut short (its data-plane call is bounded by seconds). */
+const PENDING_ABANDON_MS = 2 * 60 * 1000;
 /** 32 random bytes, base64url: 43 characters, 256 bits. */
 const PASSWORD_BYTES = 32;
 
@@ -81,7 +84,7 @@ export class CredentialsService implements OnModuleInit {
   async list(workspace: WorkspaceEntity, databaseName: string): Promise<CredentialResponse[]> {
     const database = await this.databases.findOperable(workspace, databaseName);
     const rows = await this.credentials.find({
-      where: { databaseId: database.id, dropped: IsNull() },
+      where: { databaseId: database.id, dropped: IsNull(), pending: false },
       order: { created: 'ASC', id: 'ASC' },
     });
     const summary = this.databases.summarize(database, workspace);
@@ -92,13 +95,15 @@ export class CredentialsService implements OnModuleInit {
   async delete(workspace: WorkspaceEntity, databaseName: string, credentialId: string): Promise<void> {
     const database = await this.databases.findOperable(workspace, databaseName);
     const credential = isUuid(credentialId)
-      ? await this.credentials.findOne({ where: { id: credentialId, databaseId: database.id, dropped: IsNull() } })
+      ? await this.credentials.findOne({
+          where: { id: credentialId, databaseId: database.id, dropped: IsNull(), pending: false },
+        })
       : null;
     if (!credential) {
       throw new ApiException(ErrorCode.EntityNotFound, `No credential ${credentialId} on database ${databaseName}`);
     }
     try {
-      await this.dataPlane.dropLoginRole(database.region, database.physicalName, credential.id);
+      await this.dataPlane.dropLoginRole(serverOf(database), database.physicalName, credential.id);
     } catch (err) {
       // The wish is recorded, so the expiry sweep finishes the job once the data plane answers.
       const now = new Date();
@@ -107,9 +112,16 @@ export class CredentialsService implements OnModuleInit {
         { errorCode: ErrorCode.CredentialPropagationFailure, credentialId, err: messageOf(err) },
         'credential role could not be dropped; the sweep will retry',
       );
-      throw new ApiException(
-        ErrorCode.CredentialPropagationFailure,
-        'The credential could not be removed from the database server yet; it will be removed shortly',
+      throw (
+        dataPlaneUnavailable(
+          ErrorCode.CredentialPropagationFailure,
+          err,
+          'The credential could not be removed yet (it will be removed shortly)',
+        ) ??
+        new ApiException(
+          ErrorCode.CredentialPropagationFailure,
+          'The credential could not be removed from the database server yet; it will be removed shortly',
+        )
       );
     }
     await this.credentials.update({ id: credential.id, dropped: IsNull() }, { dropped: new Date() });
@@ -117,9 +129,10 @@ export class CredentialsService implements OnModuleInit {
 
   /**
    * Issues a new credential and schedules every credential that existed before the call to expire
-   * after the delay (keeping an earlier expiry a previous rotation set). Rotations of one database
-   * are serialized by its row lock, so a later rotation never has its new credential expired by an
-   * earlier one.
+   * after the delay (keeping an earlier expiry a previous rotation set). The bookkeeping runs when
+   * the new role exists, with the database row locked exclusively: rotations of one database take
+   * turns there, and credentials still pending are not "previous", so a later rotation never has its
+   * new credential expired by an earlier one.
    */
   async rotate(
     workspace: WorkspaceEntity,
@@ -142,7 +155,7 @@ export class CredentialsService implements OnModuleInit {
         }),
       );
       const previous = await manager.getRepository(CredentialEntity).find({
-        where: { databaseId: db.id, dropped: IsNull(), id: Not(fresh.id) },
+        where: { databaseId: db.id, dropped: IsNull(), pending: false, id: Not(fresh.id) },
       });
       for (const old of previous) {
         if (old.expiresAt && old.expiresAt.getTime() <= expireAt.getTime()) continue;
@@ -168,7 +181,7 @@ export class CredentialsService implements OnModuleInit {
     const credential = await this.credentials.findOne({ where: { id: credentialId }, relations: { database: true } });
     if (!credential?.database || credential.dropped || !credential.expiresAt) return false;
     if (credential.expiresAt.getTime() > now.getTime()) return false;
-    await this.dataPlane.dropLoginRole(credential.database.region, credential.database.physicalName, credential.id);
+    await this.dataPlane.dropLoginRole(serverOf(credential.database), credential.database.physicalName, credential.id);
     const { affected } = await this.credentials.update(
       { id: credential.id, dropped: IsNull() },
       { dropped: new Date() },
@@ -188,40 +201,36 @@ export class CredentialsService implements OnModuleInit {
   }
 
   /**
-   * Drops credential roles a failed create left behind: on each region's server, the UUID-named
-   * members of the owner roles of this deployment's live (not finalized) databases that have no
-   * `credentials` row. Nothing else is ever touched: not roles outside those owner roles, not the
-   * owner roles (their names are not UUIDs), not roles with a row (even a dropped one).
+   * Drops credential roles nothing accounts for: on each server, the UUID-named members of the
+   * owner roles of this deployment's live (not finalized) databases that have no `credentials` row.
+   * Nothing else is ever touched: not roles outside those owner roles, not the owner roles (their
+   * names are not UUIDs), not roles with a row (even a dropped or pending one).
    *
-   * A create makes its role on the data plane before its row commits, while holding the database
-   * row lock (shared) from before the role exists until its transaction ends. So a role seen without
-   * a row is only a candidate: it is dropped only after taking that row lock exclusively (which waits
-   * for every create in flight on the database to commit or roll back, and keeps new ones out) and
-   * finding, in a fresh statement, still no row. Then no row for it can appear anymore: its create
-   * rolled back (its own cleanup drop may race ours; drops take turns and are idempotent). Returns
-   * how many roles were dropped.
+   * A create commits its (pending) row before it makes the role, so a role without a row was never
+   * made by a create in flight: no lock is needed to tell. (Such roles come from before that order,
+   * or from someone creating roles by hand inside an owner role.) Returns how many were dropped.
    */
   async dropOrphanRoles(): Promise<number> {
     const live = await this.dataSource.getRepository(DatabaseEntity).find({
-      select: { id: true, region: true, physicalName: true },
-      where: { finalized: IsNull() },
+      select: { id: true, serverId: true, physicalName: true },
+      where: { finalized: IsNull(), serverId: Not(IsNull()) },
     });
-    const byRegion = new Map<Region, DatabaseEntity[]>();
+    const byServer = new Map<string, DatabaseEntity[]>();
     for (const database of live) {
-      const list = byRegion.get(database.region) ?? [];
+      const list = byServer.get(database.serverId!) ?? [];
       list.push(database);
-      byRegion.set(database.region, list);
+      byServer.set(database.serverId!, list);
     }
     let dropped = 0;
-    for (const [region, databases] of byRegion) {
+    for (const [serverId, databases] of byServer) {
       let members: { physical: string; role: string }[];
       try {
         members = await this.dataPlane.credentialRoleMembers(
-          region,
+          serverId,
           databases.map((d) => d.physicalName),
         );
       } catch (err) {
-        this.logger.warn({ region, err: messageOf(err) }, 'could not look for orphan credential roles');
+        this.logger.warn({ serverId, err: messageOf(err) }, 'could not look for orphan credential roles');
         continue;
       }
       if (members.length === 0) continue;
@@ -230,47 +239,31 @@ export class CredentialsService implements OnModuleInit {
           (c) => c.id,
         ),
       );
-      const candidates = new Map<string, string[]>();
       for (const { physical, role } of members) {
         if (known.has(role)) continue;
-        const roles = candidates.get(physical) ?? [];
-        roles.push(role);
-        candidates.set(physical, roles);
-      }
-      for (const database of databases) {
-        const roles = candidates.get(database.physicalName);
-        if (!roles) continue;
         try {
-          dropped += await this.dropOrphansOf(database.id, roles);
+          await this.dataPlane.dropLoginRole(serverId, physical, role);
+          this.logger.warn({ serverId, role }, 'orphan credential role dropped (no credential accounts for it)');
+          dropped += 1;
         } catch (err) {
-          this.logger.error(
-            { databaseId: database.id, err: messageOf(err) },
-            'orphan credential roles could not be dropped',
-          );
+          this.logger.error({ serverId, role, err: messageOf(err) }, 'orphan credential role could not be dropped');
         }
       }
     }
     return dropped;
   }
 
-  /** Drops those of `roles` that still have no row, with the database row locked exclusively. */
-  private dropOrphansOf(databaseId: string, roles: string[]): Promise<number> {
-    return this.dataSource.transaction(async (manager) => {
-      const database = await this.databases.lock(manager, databaseId, 'pessimistic_write');
-      if (!database || database.finalized) return 0;
-      const rows = await manager.find(CredentialEntity, { select: { id: true }, where: { id: In(roles) } });
-      const known = new Set(rows.map((c) => c.id));
-      let dropped = 0;
-      for (const role of roles.filter((r) => !known.has(r))) {
-        await this.dataPlane.dropLoginRole(database.region, database.physicalName, role);
-        this.logger.warn({ databaseId, role }, 'orphan credential role dropped (a failed create left it behind)');
-        dropped += 1;
-      }
-      return dropped;
-    });
-  }
-
   private async sweepExpiries(now: Date): Promise<void> {
+    // Creates cut short by a crash between their intent and their outcome: given up (see issue).
+    await this.credentials.update(
+      {
+        pending: true,
+        dropped: IsNull(),
+        expiresAt: IsNull(),
+        created: LessThanOrEqual(new Date(now.getTime() - PENDING_ABANDON_MS)),
+      },
+      { expiresAt: now },
+    );
     const overdue = await this.credentials.find({
       select: { id: true },
       where: { dropped: IsNull(), expiresAt: LessThanOrEqual(now) },
@@ -307,9 +300,14 @@ export class CredentialsService implements OnModuleInit {
   }
 
   /**
-   * Creates the role on the data plane and the row, in one metadata transaction holding the
-   * database row lock (so finalization or a rotation cannot interleave); `extra` runs in the same
-   * transaction. Any failure after the role was made drops it again.
+   * Issues a credential without holding anything in the metadata database while the data plane
+   * works (habit 14): (1) a short transaction, holding the database row lock, checks the database
+   * and records the intent (a `pending` row with the sealed password); (2) the role is made on the
+   * database's server, with that server's timeouts; (3) a second short transaction confirms the
+   * row, with `extra` (a rotation's bookkeeping) in it. When (2) fails, the row gets an expiry at
+   * once, so the expiry job and sweep drop whatever role may exist, and the caller gets 503 (the
+   * server did not answer) or 500; when a crash cuts in, the sweep abandons the pending row the
+   * same way. A pending row is never listed, so nobody holds a password of a half-made credential.
    */
   private async issue<T>(
     databaseId: string,
@@ -321,84 +319,123 @@ export class CredentialsService implements OnModuleInit {
     const id = randomUUID();
     const password = randomToken(PASSWORD_BYTES);
     const verifier = await scramSha256Verifier(password);
-    let made: DatabaseEntity | undefined;
+    const { database, credential } = await this.dataSource.transaction(async (manager) => {
+      const row = await this.databases.lock(manager, databaseId, 'pessimistic_read');
+      if (!row || row.finalized) {
+        throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+      }
+      if (row.status !== DatabaseStatus.Ready) {
+        throw new ApiException(
+          ErrorCode.DbStatusFailure,
+          `Database ${row.name} is not ready yet (status ${row.status}); credentials can be created once it is READY`,
+        );
+      }
+      if (options.withinPlanOf) await this.assertRoomInPlan(manager, options.withinPlanOf, databaseId);
+      const repo = manager.getRepository(CredentialEntity);
+      const saved = await repo.save(
+        repo.create({
+          id,
+          databaseId,
+          passwordCiphertext: this.box.seal(password),
+          internal: false,
+          pending: true,
+          tenant: null,
+          createdBy: callerId,
+          expiresAt: null,
+          expiredByRotationId: null,
+          dropped: null,
+        }),
+      );
+      return { database: row, credential: saved };
+    });
+    try {
+      await this.dataPlane.createLoginRole(serverOf(database), database.physicalName, id, verifier);
+    } catch (err) {
+      this.logger.error(
+        { errorCode: ErrorCode.CredentialCreationFailure, databaseId, credentialId: id, err: messageOf(err) },
+        'credential role could not be created; its intent is abandoned',
+      );
+      await this.abandon(database, id);
+      throw (
+        dataPlaneUnavailable(ErrorCode.CredentialCreationFailure, err, 'The credential could not be created') ??
+        new ApiException(
+          ErrorCode.CredentialCreationFailure,
+          'The credential could not be created on the database server; nothing was left behind, retry later',
+        )
+      );
+    }
     try {
       return await this.dataSource.transaction(async (manager) => {
-        const database = await this.databases.lock(manager, databaseId, lock);
-        if (!database || database.finalized) {
+        const row = await this.databases.lock(manager, databaseId, lock);
+        const { affected } = await manager.update(
+          CredentialEntity,
+          { id, pending: true, dropped: IsNull(), expiresAt: IsNull() },
+          { pending: false },
+        );
+        if (!row || row.finalized || !affected) {
           throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
         }
-        if (database.status !== DatabaseStatus.Ready) {
-          throw new ApiException(
-            ErrorCode.DbStatusFailure,
-            `Database ${database.name} is not ready yet (status ${database.status}); credentials can be created once it is READY`,
-          );
-        }
-        if (options.withinPlanOf) await this.assertRoomInPlan(manager, options.withinPlanOf, databaseId);
-        try {
-          await this.dataPlane.createLoginRole(database.region, database.physicalName, id, verifier);
-        } catch (err) {
-          this.logger.error(
-            { errorCode: ErrorCode.CredentialCreationFailure, databaseId, err: messageOf(err) },
-            'credential role could not be created',
-          );
-          throw new ApiException(
-            ErrorCode.CredentialCreationFailure,
-            'The credential could not be created on the database server; nothing was left behind, retry later',
-          );
-        }
-        made = database;
-        const repo = manager.getRepository(CredentialEntity);
-        const credential = await repo.save(
-          repo.create({
-            id,
-            databaseId,
-            passwordCiphertext: this.box.seal(password),
-            internal: false,
-            tenant: null,
-            createdBy: callerId,
-            expiresAt: null,
-            expiredByRotationId: null,
-            dropped: null,
-          }),
-        );
-        return { credential, database, password, extra: await extra(manager, database, credential) };
+        credential.pending = false;
+        return { credential, database: row, password, extra: await extra(manager, row, credential) };
       });
     } catch (err) {
-      if (made) {
-        await this.dataPlane
-          .dropLoginRole(made.region, made.physicalName, id)
-          .catch((cleanup: unknown) =>
-            this.logger.error({ credentialId: id, err: messageOf(cleanup) }, 'could not remove a half-made credential'),
-          );
-      }
+      await this.abandon(database, id);
       throw err;
     }
   }
 
   /**
+   * Gives up a pending credential: it expires now, so the expiry job (enqueued here) or the sweep
+   * drops its role if one was made, and marks it dropped. Never throws (the sweep also finds it).
+   */
+  private async abandon(database: DatabaseEntity, credentialId: string): Promise<void> {
+    try {
+      const at = new Date();
+      await this.credentials.update(
+        { id: credentialId, pending: true, dropped: IsNull(), expiresAt: IsNull() },
+        { expiresAt: at },
+      );
+      await this.jobs.dispatch(
+        Queues.CredentialExpiry,
+        CredentialJobs.Expire,
+        { credentialId },
+        { jobId: expireJobId(credentialId, at) },
+      );
+    } catch (err) {
+      this.logger.error(
+        { databaseId: database.id, credentialId, err: messageOf(err) },
+        'could not record an abandoned credential; the sweep will',
+      );
+    }
+  }
+
+  /**
    * Applies `VALID UNTIL` at the credential's recorded expiry and enqueues the job that drops the
-   * role then. The expiry is read again with the database row locked (shared): rotations change it
-   * only while holding that lock exclusively, so the last `VALID UNTIL` applied is always the latest
-   * recorded moment, and an earlier rotation finishing late never puts its later moment back over
-   * the one a later rotation set (the sweep, reading a stale row, cannot either).
+   * role then. No metadata transaction is open during the data-plane call: the expiry is read,
+   * applied, and read again; when a rotation changed it meanwhile the latest moment is applied
+   * again, so the last `VALID UNTIL` applied is the latest recorded (the job drops the role at the
+   * recorded moment regardless).
    */
   private async scheduleExpiry(database: DatabaseEntity, credential: CredentialEntity): Promise<void> {
-    const at = await this.dataSource.transaction(async (manager) => {
-      await this.databases.lock(manager, database.id, 'pessimistic_read');
-      const current = await manager.findOne(CredentialEntity, {
+    const read = () =>
+      this.credentials.findOne({
         select: { id: true, expiresAt: true, dropped: true },
         where: { id: credential.id },
       });
-      if (!current?.expiresAt || current.dropped) return null;
+    let current = await read();
+    for (let attempt = 0; attempt < 3 && current?.expiresAt && !current.dropped; attempt += 1) {
+      const applied = current.expiresAt;
       try {
-        await this.dataPlane.expireLoginRole(database.region, credential.id, current.expiresAt);
+        await this.dataPlane.expireLoginRole(serverOf(database), credential.id, applied);
       } catch (err) {
         // The job (or the sweep) drops the role at that moment anyway.
         this.logger.warn({ credentialId: credential.id, err: messageOf(err) }, 'could not set VALID UNTIL yet');
+        break;
       }
-      return current.expiresAt;
-    });
+      current = await read();
+      if (current?.expiresAt?.getTime() === applied.getTime()) break;
+    }
+    const at = current && !current.dropped ? current.expiresAt : null;
     if (!at) return;
     await this.jobs.dispatch(
       Queues.CredentialExpiry,
@@ -412,10 +449,10 @@ export class CredentialsService implements OnModuleInit {
     await manager.update(CredentialEntity, { databaseId: database.id, dropped: IsNull() }, { dropped: new Date() });
   }
 
-  private created(issued: Issued<unknown>, workspace: WorkspaceEntity): CreateCredentialResponse {
+  private async created(issued: Issued<unknown>, workspace: WorkspaceEntity): Promise<CreateCredentialResponse> {
     return {
       id: issued.credential.id,
-      database: this.databases.describe(issued.database, workspace),
+      database: await this.databases.describe(issued.database, workspace),
       tenant: issued.credential.tenant ?? undefined,
       internal: issued.credential.internal,
       password: issued.password,

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient } from 'pg';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
+import { DataPlaneServers, type DataPlaneTarget } from './data-plane-servers.service';
 import { assertCredentialRoleName, assertPhysicalName, isCredentialRoleName, ownerRoleName } from './physical-names';
 
 interface PgError {
@@ -13,28 +14,77 @@ const DUPLICATE_DATABASE = '42P04';
 const UNDEFINED_OBJECT = '42704';
 /** Two sessions creating the same role or database at once: the loser may see a catalog unique violation. */
 const UNIQUE_VIOLATION = '23505';
-const CONNECT_TIMEOUT_MS = 5000;
-/** How long pg_terminate_backend waits for a session to be gone (PostgreSQL 14+). */
-const TERMINATE_WAIT_MS = 5000;
 
 function codeOf(err: unknown): string | undefined {
   return (err as PgError | null)?.code;
 }
 
+/** Node socket errors: the server could not be reached or the connection broke. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+  'EAI_AGAIN',
+]);
+
+/**
+ * Whether an error means the server is not answering as it should (down, stalled, refusing,
+ * overloaded, our timeouts), as opposed to a statement it refused on its merits.
+ */
+export function isUnavailability(err: unknown): boolean {
+  const code = codeOf(err) ?? '';
+  if (NETWORK_CODES.has(code)) return true;
+  // 08: connection exception, 53: insufficient resources, 57: operator intervention (57014 is
+  // statement_timeout), 28: the admin login is refused, 55P03: lock_timeout.
+  if (/^(08|53|57|28)/.test(code) || code === '55P03') return true;
+  const message = err instanceof Error ? err.message : String(err);
+  return /timeout|Connection terminated|connection.*(closed|ended)|not queryable/i.test(message);
+}
+
+/**
+ * A data-plane call failed. `unavailable` says the server did not answer as it should (see
+ * isUnavailability): the request answers 503 naming the region, and work is retried later.
+ */
+export class DataPlaneError extends Error {
+  readonly code?: string;
+
+  constructor(
+    readonly region: Region,
+    readonly serverId: string,
+    readonly unavailable: boolean,
+    cause: unknown,
+  ) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'DataPlaneError';
+    this.code = codeOf(cause);
+  }
+}
+
 /**
  * The only code that runs SQL on the regions' PostgreSQL servers (the data plane). Every name it
  * puts in SQL is derived from an id, checked against a strict pattern and escaped; every value is
- * a bind parameter or an escaped literal. One small admin pool per server URL; per-database work
+ * a bind parameter or an escaped literal. One small admin pool per server (keyed by its id); per-database work
  * uses a short-lived client that is always closed. Nothing here holds a connection between calls.
+ * Every connection has a connect timeout, `statement_timeout` and `lock_timeout` (DATA_PLANE_*), so
+ * a stalled server costs a caller seconds, never a hang; every failure is a DataPlaneError saying
+ * whether the server was unavailable.
  */
 @Injectable()
 export class DataPlane implements OnApplicationShutdown {
   private readonly logger = new Logger(DataPlane.name);
+  /** Admin pools, one per server id. */
   private readonly pools = new Map<string, Pool>();
-  /** Server URLs whose shared databases this process has already closed to PUBLIC. */
+  /** Servers whose shared databases this process has already closed to PUBLIC. */
   private readonly lockedServers = new Set<string>();
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly servers: DataPlaneServers,
+  ) {}
 
   async onApplicationShutdown(): Promise<void> {
     const pools = [...this.pools.values()];
@@ -43,42 +93,80 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
-   * Connections of each admin pool, labelled by the server it reaches (host:port, never the
+   * Connections of each admin pool, labelled by the id of the server it reaches (never its URL or
    * credentials), for /metrics. The one place that knows how pools are keyed.
    */
   adminPoolStats(): { server: string; total: number; idle: number; waiting: number }[] {
-    return [...this.pools].map(([url, pool]) => ({
-      server: new URL(url).host,
+    return [...this.pools].map(([serverId, pool]) => ({
+      server: serverId,
       total: pool.totalCount,
       idle: pool.idleCount,
       waiting: pool.waitingCount,
     }));
   }
 
-  /** `host:port` customers connect to for databases of this region. */
-  publicHost(region: Region): string {
-    const configured = this.config.env[`DATA_PLANE_PUBLIC_HOST_${region}`] || this.config.env.DATA_PLANE_PUBLIC_HOST;
-    const url = new URL(this.config.dataPlaneUrl(region));
-    const host = configured || url.host;
-    return /:\d+$/.test(host) ? host : `${host}:5432`;
+  /** The connection URI of a customer database on a server with this public host (no user or password: those are the credential's). */
+  static connectionUri(publicHost: string, physical: string): string {
+    return `postgres://${publicHost}/${assertPhysicalName(physical)}`;
   }
 
-  /** The connection URI of a customer database (no user or password: those are the credential's). */
-  connectionUri(region: Region, physical: string): string {
-    return `postgres://${this.publicHost(region)}/${assertPhysicalName(physical)}`;
+  /** Whether the server can host sharded databases (the citus extension is installable there). */
+  shardingAvailable(serverId: string): Promise<boolean> {
+    return this.on(serverId, async (t) => {
+      const { rowCount } = await this.admin(t).query("SELECT 1 FROM pg_available_extensions WHERE name = 'citus'");
+      return (rowCount ?? 0) > 0;
+    });
   }
 
-  /** Whether the region's server can host sharded databases (the citus extension is installable there). */
-  async shardingAvailable(region: Region): Promise<boolean> {
-    const { rowCount } = await this.admin(region).query("SELECT 1 FROM pg_available_extensions WHERE name = 'citus'");
-    return (rowCount ?? 0) > 0;
+  databaseExists(serverId: string, physical: string): Promise<boolean> {
+    return this.on(serverId, async (t) => {
+      const { rowCount } = await this.admin(t).query('SELECT 1 FROM pg_database WHERE datname = $1', [
+        assertPhysicalName(physical),
+      ]);
+      return (rowCount ?? 0) > 0;
+    });
   }
 
-  async databaseExists(region: Region, physical: string): Promise<boolean> {
-    const { rowCount } = await this.admin(region).query('SELECT 1 FROM pg_database WHERE datname = $1', [
-      assertPhysicalName(physical),
-    ]);
-    return (rowCount ?? 0) > 0;
+  /**
+   * Checks that a server can serve as a data-plane server before it is registered: the URL connects
+   * (within the timeouts) and its role is a superuser or has CREATEDB and CREATEROLE. Throws a
+   * message saying what is missing (never the URL).
+   */
+  async checkAdmin(url: string): Promise<void> {
+    const db = new Client({ ...this.connectionOptions(), connectionString: url });
+    db.on('error', () => undefined);
+    try {
+      await db.connect();
+      const { rows } = await db.query<{ rolsuper: boolean; rolcreatedb: boolean; rolcreaterole: boolean }>(
+        'SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = current_user',
+      );
+      const role = rows[0];
+      if (!role?.rolsuper && !(role?.rolcreatedb && role?.rolcreaterole)) {
+        throw new Error('the admin role needs SUPERUSER, or CREATEDB and CREATEROLE');
+      }
+    } finally {
+      await db.end().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Whether the server accepts a new admin session and answers a trivial query within the timeouts
+   * (readiness). A fresh session, not a pooled one: a server whose logins hang (a catalog lock, no
+   * free connection slots) is down for the work that needs new sessions.
+   */
+  async ping(serverId: string): Promise<boolean> {
+    const target = await this.servers.target(serverId);
+    const db = new Client({ ...this.connectionOptions(), connectionString: target.url });
+    db.on('error', () => undefined);
+    try {
+      await db.connect();
+      await db.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await db.end().catch(() => undefined);
+    }
   }
 
   /**
@@ -86,47 +174,50 @@ export class DataPlane implements OnApplicationShutdown {
    * by it, `CONNECT` and `TEMP` revoked from PUBLIC, and the public schema closed to PUBLIC and
    * owned by the owner role. Idempotent: a retry after a crash completes what is missing.
    */
-  async buildDatabase(region: Region, physical: string, options: { sharded?: boolean } = {}): Promise<void> {
+  buildDatabase(serverId: string, physical: string, options: { sharded?: boolean } = {}): Promise<void> {
     const owner = ownerRoleName(physical);
-    await this.lockSharedDatabases(region);
-    await this.withAdmin(region, async (db) => {
-      const o = db.escapeIdentifier(owner);
-      const d = db.escapeIdentifier(assertPhysicalName(physical));
-      await this.ignoring(
-        [DUPLICATE_OBJECT, UNIQUE_VIOLATION],
-        db.query(`CREATE ROLE ${o} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`),
-      );
-      // A non-superuser admin (CREATEDB, CREATEROLE) must be a member of a role to create databases it owns.
-      const { rows } = await db.query<{ rolsuper: boolean }>(
-        'SELECT rolsuper FROM pg_roles WHERE rolname = current_user',
-      );
-      if (!rows[0]?.rolsuper) await db.query(`GRANT ${o} TO CURRENT_USER`);
-      const created = await this.ignoring(
-        [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
-        db.query(`CREATE DATABASE ${d} OWNER ${o}`),
-      );
-      if (!created) await db.query(`ALTER DATABASE ${d} OWNER TO ${o}`);
-      await db.query(`REVOKE ALL ON DATABASE ${d} FROM PUBLIC`);
-    });
-    await this.withDatabase(region, physical, async (db) => {
-      const o = db.escapeIdentifier(owner);
-      await db.query('REVOKE ALL ON SCHEMA public FROM PUBLIC');
-      await db.query(`ALTER SCHEMA public OWNER TO ${o}`);
-      if (options.sharded) await db.query('CREATE EXTENSION IF NOT EXISTS citus');
+    return this.on(serverId, async (t) => {
+      await this.lockSharedDatabases(t);
+      await this.withAdmin(t, async (db) => {
+        const o = db.escapeIdentifier(owner);
+        const d = db.escapeIdentifier(assertPhysicalName(physical));
+        await this.ignoring(
+          [DUPLICATE_OBJECT, UNIQUE_VIOLATION],
+          db.query(`CREATE ROLE ${o} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`),
+        );
+        // A non-superuser admin (CREATEDB, CREATEROLE) must be a member of a role to create databases it owns.
+        const { rows } = await db.query<{ rolsuper: boolean }>(
+          'SELECT rolsuper FROM pg_roles WHERE rolname = current_user',
+        );
+        if (!rows[0]?.rolsuper) await db.query(`GRANT ${o} TO CURRENT_USER`);
+        const created = await this.withDatabaseDdlTimeout(db, () =>
+          this.ignoring([DUPLICATE_DATABASE, UNIQUE_VIOLATION], db.query(`CREATE DATABASE ${d} OWNER ${o}`)),
+        );
+        if (!created) await db.query(`ALTER DATABASE ${d} OWNER TO ${o}`);
+        await db.query(`REVOKE ALL ON DATABASE ${d} FROM PUBLIC`);
+      });
+      await this.withDatabase(t, physical, async (db) => {
+        const o = db.escapeIdentifier(owner);
+        await db.query('REVOKE ALL ON SCHEMA public FROM PUBLIC');
+        await db.query(`ALTER SCHEMA public OWNER TO ${o}`);
+        if (options.sharded) await db.query('CREATE EXTENSION IF NOT EXISTS citus');
+      });
     });
   }
 
   /** True when the database exists, belongs to its owner role and PUBLIC may not connect to it. */
-  async isDatabaseHardened(region: Region, physical: string): Promise<boolean> {
-    const { rows } = await this.admin(region).query<{ ok: boolean }>(
-      `SELECT pg_get_userbyid(d.datdba) = $2 AND NOT EXISTS (
-                SELECT 1 FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
-                 WHERE a.grantee = 0 AND a.privilege_type = 'CONNECT') AS ok
-         FROM pg_database d
-        WHERE d.datname = $1`,
-      [assertPhysicalName(physical), ownerRoleName(physical)],
-    );
-    return rows[0]?.ok === true;
+  isDatabaseHardened(serverId: string, physical: string): Promise<boolean> {
+    return this.on(serverId, async (t) => {
+      const { rows } = await this.admin(t).query<{ ok: boolean }>(
+        `SELECT pg_get_userbyid(d.datdba) = $2 AND NOT EXISTS (
+                  SELECT 1 FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
+                   WHERE a.grantee = 0 AND a.privilege_type = 'CONNECT') AS ok
+           FROM pg_database d
+          WHERE d.datname = $1`,
+        [assertPhysicalName(physical), ownerRoleName(physical)],
+      );
+      return rows[0]?.ok === true;
+    });
   }
 
   /**
@@ -135,25 +226,29 @@ export class DataPlane implements OnApplicationShutdown {
    * (a role an operator granted the owner role to, a previous admin) are not this database's to
    * drop: they only lose the membership with the owner role. Idempotent.
    */
-  async dropDatabase(region: Region, physical: string): Promise<void> {
+  dropDatabase(serverId: string, physical: string): Promise<void> {
     const owner = ownerRoleName(physical);
-    await this.withAdmin(region, async (db) => {
-      await db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(assertPhysicalName(physical))} WITH (FORCE)`);
-      const members = await db.query<{ rolname: string }>(
-        `SELECT r.rolname FROM pg_auth_members m
-           JOIN pg_roles r ON r.oid = m.member JOIN pg_roles o ON o.oid = m.roleid
-          WHERE o.rolname = $1 AND r.rolname <> current_user AND NOT r.rolsuper`,
-        [owner],
-      );
-      for (const { rolname } of members.rows.filter((m) => isCredentialRoleName(m.rolname))) {
-        await db.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
-          rolname,
-          TERMINATE_WAIT_MS,
-        ]);
-        await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(rolname)}`);
-      }
-      await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(owner)}`);
-    });
+    return this.on(serverId, (t) =>
+      this.withAdmin(t, async (db) => {
+        await this.withDatabaseDdlTimeout(db, () =>
+          db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(assertPhysicalName(physical))} WITH (FORCE)`),
+        );
+        const members = await db.query<{ rolname: string }>(
+          `SELECT r.rolname FROM pg_auth_members m
+             JOIN pg_roles r ON r.oid = m.member JOIN pg_roles o ON o.oid = m.roleid
+            WHERE o.rolname = $1 AND r.rolname <> current_user AND NOT r.rolsuper`,
+          [owner],
+        );
+        for (const { rolname } of members.rows.filter((m) => isCredentialRoleName(m.rolname))) {
+          await db.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
+            rolname,
+            this.terminateWaitMs,
+          ]);
+          await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(rolname)}`);
+        }
+        await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(owner)}`);
+      }),
+    );
   }
 
   /**
@@ -163,55 +258,66 @@ export class DataPlane implements OnApplicationShutdown {
    * usable by all of them. Objects a session creates after `RESET ROLE` are covered by default
    * privileges for the owner role (and reassigned to it when the credential is dropped).
    * One transaction on a connection to the database itself: a failure leaves no role behind.
+   * A role of that name that exists already (a retry after an answer was lost) gets the verifier
+   * again, so finishing a create is idempotent.
    */
-  async createLoginRole(region: Region, physical: string, role: string, verifier: string): Promise<void> {
+  createLoginRole(serverId: string, physical: string, role: string, verifier: string): Promise<void> {
     assertCredentialRoleName(role);
     if (!verifier.startsWith('SCRAM-SHA-256$')) throw new Error('a credential role needs a SCRAM-SHA-256 verifier');
     const owner = ownerRoleName(physical);
-    await this.lockSharedDatabases(region);
-    await this.withDatabase(region, physical, async (db) => {
-      const r = db.escapeIdentifier(role);
-      const o = db.escapeIdentifier(owner);
-      await this.inTransaction(db, async () => {
-        await db.query(
-          `CREATE ROLE ${r} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS ` +
-            `PASSWORD ${db.escapeLiteral(verifier)} IN ROLE ${o}`,
-        );
-        await db.query(
-          `ALTER ROLE ${r} IN DATABASE ${db.escapeIdentifier(assertPhysicalName(physical))} SET role = ${db.escapeLiteral(owner)}`,
-        );
-        for (const kind of ['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES', 'SCHEMAS']) {
-          await db.query(`ALTER DEFAULT PRIVILEGES FOR ROLE ${r} GRANT ALL ON ${kind} TO ${o}`);
+    return this.on(serverId, async (t) => {
+      await this.lockSharedDatabases(t);
+      await this.withDatabase(t, physical, async (db) => {
+        const r = db.escapeIdentifier(role);
+        const o = db.escapeIdentifier(owner);
+        const exists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+        if (exists.rowCount) {
+          await db.query(`ALTER ROLE ${r} PASSWORD ${db.escapeLiteral(verifier)}`);
+          return;
         }
+        await this.inTransaction(db, async () => {
+          await db.query(
+            `CREATE ROLE ${r} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS ` +
+              `PASSWORD ${db.escapeLiteral(verifier)} IN ROLE ${o}`,
+          );
+          await db.query(
+            `ALTER ROLE ${r} IN DATABASE ${db.escapeIdentifier(assertPhysicalName(physical))} SET role = ${db.escapeLiteral(owner)}`,
+          );
+          for (const kind of ['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES', 'SCHEMAS']) {
+            await db.query(`ALTER DEFAULT PRIVILEGES FOR ROLE ${r} GRANT ALL ON ${kind} TO ${o}`);
+          }
+        });
       });
     });
   }
 
   /**
    * The credential-looking roles (UUID names, not superusers, not the admin itself) that are members
-   * of the owner roles of the given physical databases on the region's server, with the database
-   * each belongs to. Roles that are members of no owner role named here are never listed, and owner
+   * of the owner roles of the given physical databases on the server, with the database each
+   * belongs to. Roles that are members of no owner role named here are never listed, and owner
    * roles are never credential-looking (their names are not UUIDs).
    */
-  async credentialRoleMembers(region: Region, physicals: string[]): Promise<{ physical: string; role: string }[]> {
-    if (physicals.length === 0) return [];
+  credentialRoleMembers(serverId: string, physicals: string[]): Promise<{ physical: string; role: string }[]> {
+    if (physicals.length === 0) return Promise.resolve([]);
     const byOwner = new Map(physicals.map((p) => [ownerRoleName(p), p]));
-    const { rows } = await this.admin(region).query<{ role: string; owner: string }>(
-      `SELECT r.rolname AS role, o.rolname AS owner FROM pg_auth_members m
-         JOIN pg_roles r ON r.oid = m.member JOIN pg_roles o ON o.oid = m.roleid
-        WHERE o.rolname = ANY($1) AND r.rolname <> current_user AND NOT r.rolsuper
-        ORDER BY 2, 1`,
-      [[...byOwner.keys()]],
-    );
-    return rows
-      .filter((r) => isCredentialRoleName(r.role) && byOwner.has(r.owner))
-      .map((r) => ({ physical: byOwner.get(r.owner)!, role: r.role }));
+    return this.on(serverId, async (t) => {
+      const { rows } = await this.admin(t).query<{ role: string; owner: string }>(
+        `SELECT r.rolname AS role, o.rolname AS owner FROM pg_auth_members m
+           JOIN pg_roles r ON r.oid = m.member JOIN pg_roles o ON o.oid = m.roleid
+          WHERE o.rolname = ANY($1) AND r.rolname <> current_user AND NOT r.rolsuper
+          ORDER BY 2, 1`,
+        [[...byOwner.keys()]],
+      );
+      return rows
+        .filter((r) => isCredentialRoleName(r.role) && byOwner.has(r.owner))
+        .map((r) => ({ physical: byOwner.get(r.owner)!, role: r.role }));
+    });
   }
 
   /** Sets the moment PostgreSQL stops accepting the role's password. False when the role is gone. */
-  async expireLoginRole(region: Region, role: string, at: Date): Promise<boolean> {
+  expireLoginRole(serverId: string, role: string, at: Date): Promise<boolean> {
     const sql = `ALTER ROLE ${escapeIdentifier(assertCredentialRoleName(role))} VALID UNTIL ${escapeLiteral(at.toISOString())}`;
-    return this.ignoring([UNDEFINED_OBJECT], this.admin(region).query(sql));
+    return this.on(serverId, (t) => this.ignoring([UNDEFINED_OBJECT], this.admin(t).query(sql)));
   }
 
   /**
@@ -220,40 +326,93 @@ export class DataPlane implements OnApplicationShutdown {
    * credential uses disappears), its privileges dropped and the role dropped. Idempotent: a role
    * already gone is fine.
    */
-  async dropLoginRole(region: Region, physical: string, role: string): Promise<void> {
+  dropLoginRole(serverId: string, physical: string, role: string): Promise<void> {
     assertCredentialRoleName(role);
     const owner = ownerRoleName(physical);
     const r = escapeIdentifier(role);
     // Drops of one role (a DELETE, the expiry job, the sweep; in any process) take turns: PostgreSQL
     // refuses concurrent changes of one role ("tuple concurrently updated"). The loser finds it gone.
-    await this.withAdmin(region, async (admin) => {
-      await admin.query('SELECT pg_advisory_lock(hashtext($1))', [`drop-role:${role}`]);
-      try {
-        const exists = await this.ignoring([UNDEFINED_OBJECT], admin.query(`ALTER ROLE ${r} NOLOGIN`));
-        if (!exists) return;
-        await admin.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
-          role,
-          TERMINATE_WAIT_MS,
-        ]);
-        const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [physical]);
-        if (!rowCount) {
-          // Its database (and with it everything the role owned there) is gone already.
-          await admin.query(`DROP ROLE IF EXISTS ${r}`);
-          return;
+    // The lock lives on the data-plane server itself (lock_timeout bounds the wait).
+    return this.on(serverId, (t) =>
+      this.withAdmin(t, async (admin) => {
+        await admin.query('SELECT pg_advisory_lock(hashtext($1))', [`drop-role:${role}`]);
+        try {
+          const exists = await this.ignoring([UNDEFINED_OBJECT], admin.query(`ALTER ROLE ${r} NOLOGIN`));
+          if (!exists) return;
+          await admin.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
+            role,
+            this.terminateWaitMs,
+          ]);
+          const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [physical]);
+          if (!rowCount) {
+            // Its database (and with it everything the role owned there) is gone already.
+            await admin.query(`DROP ROLE IF EXISTS ${r}`);
+            return;
+          }
+          await this.withDatabase(t, physical, (db) =>
+            this.inTransaction(db, async () => {
+              const ownerExists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [owner]);
+              if (ownerExists.rowCount) await db.query(`REASSIGN OWNED BY ${r} TO ${db.escapeIdentifier(owner)}`);
+              await db.query(`DROP OWNED BY ${r}`);
+              await db.query(`DROP ROLE ${r}`);
+            }),
+          );
+        } finally {
+          // If the session broke, releasing it as broken ends the lock anyway; keep the first error.
+          await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [`drop-role:${role}`]).catch(() => undefined);
         }
-        await this.withDatabase(region, physical, (db) =>
-          this.inTransaction(db, async () => {
-            const ownerExists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [owner]);
-            if (ownerExists.rowCount) await db.query(`REASSIGN OWNED BY ${r} TO ${db.escapeIdentifier(owner)}`);
-            await db.query(`DROP OWNED BY ${r}`);
-            await db.query(`DROP ROLE ${r}`);
-          }),
-        );
-      } finally {
-        // If the session broke, releasing it as broken ends the lock anyway; keep the first error.
-        await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [`drop-role:${role}`]).catch(() => undefined);
-      }
+      }),
+    );
+  }
+
+  /**
+   * Sets how many sessions the database accepts at once (`CONNECTION LIMIT`; -1: no limit of its
+   * own). Dedicated compute applies its instances' resource envelope with it. Idempotent.
+   */
+  setConnectionLimit(serverId: string, physical: string, limit: number): Promise<void> {
+    if (!Number.isSafeInteger(limit) || limit < -1) throw new Error(`not a connection limit: ${limit}`);
+    return this.on(serverId, async (t) => {
+      await this.admin(t).query(
+        `ALTER DATABASE ${escapeIdentifier(assertPhysicalName(physical))} CONNECTION LIMIT ${limit}`,
+      );
     });
+  }
+
+  /** Whether a role exists on the server (for operators and tests). */
+  roleExists(serverId: string, role: string): Promise<boolean> {
+    return this.on(serverId, async (t) => {
+      const { rowCount } = await this.admin(t).query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+      return (rowCount ?? 0) > 0;
+    });
+  }
+
+  /**
+   * Runs `work` while holding a session advisory lock named `key` on the server itself, on a
+   * connection of its own: work on one database (a build, a finalization, a warm-pool refill) takes
+   * turns across processes without any metadata lock open during data-plane calls. Takes the lock
+   * or gives up at once (undefined): the run holding it finishes the work. If the server stops
+   * answering, the lock goes with its session.
+   */
+  async exclusively<T>(serverId: string, key: string, work: () => Promise<T>): Promise<T | undefined> {
+    const target = await this.servers.target(serverId);
+    const lock = new Client({ ...this.connectionOptions(), connectionString: target.url });
+    lock.on('error', () => undefined);
+    try {
+      try {
+        await lock.connect();
+        const { rows } = await lock.query<{ locked: boolean }>(
+          'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
+          [key],
+        );
+        if (!rows[0]?.locked) return undefined;
+      } catch (err) {
+        throw new DataPlaneError(target.region, target.id, isUnavailability(err), err);
+      }
+      return await work();
+    } finally {
+      // Ending the session releases the lock.
+      await lock.end().catch(() => undefined);
+    }
   }
 
   /**
@@ -261,12 +420,11 @@ export class DataPlane implements OnApplicationShutdown {
    * so a credential can connect to its own database only; the admin keeps an explicit grant.
    * Once per server and process; skipped when DATA_PLANE_LOCK_SHARED_DATABASES is off.
    */
-  async lockSharedDatabases(region: Region): Promise<void> {
-    const url = this.config.dataPlaneUrl(region);
-    if (!this.config.env.DATA_PLANE_LOCK_SHARED_DATABASES || this.lockedServers.has(url)) return;
-    const adminDatabase = decodeURIComponent(new URL(url).pathname.replace(/^\//, '')) || 'postgres';
+  private async lockSharedDatabases(t: DataPlaneTarget): Promise<void> {
+    if (!this.config.env.DATA_PLANE_LOCK_SHARED_DATABASES || this.lockedServers.has(t.id)) return;
+    const adminDatabase = decodeURIComponent(new URL(t.url).pathname.replace(/^\//, '')) || 'postgres';
     try {
-      await this.withAdmin(region, async (db) => {
+      await this.withAdmin(t, async (db) => {
         const { rows } = await db.query<{ datname: string }>(
           `SELECT datname FROM pg_database
             WHERE datname = ANY($1) AND datallowconn AND has_database_privilege('public', oid, 'CONNECT')`,
@@ -279,67 +437,91 @@ export class DataPlane implements OnApplicationShutdown {
         }
       });
     } catch (err) {
+      // An unavailable server fails the caller's work right after; try again next time.
+      if (isUnavailability(err)) throw err;
       // Not fatal: customer databases are closed to PUBLIC regardless; operators see why here.
       this.logger.warn(
-        { region, err: err instanceof Error ? err.message : String(err) },
+        { region: t.region, serverId: t.id, err: err instanceof Error ? err.message : String(err) },
         "could not close the server's shared databases to PUBLIC (credentials may connect to them)",
       );
     }
-    this.lockedServers.add(url);
+    this.lockedServers.add(t.id);
   }
 
   /**
-   * Sets how many sessions the database accepts at once (`CONNECTION LIMIT`; -1: no limit of its
-   * own). Dedicated compute applies its instances' resource envelope with it. Idempotent.
+   * Runs CREATE/DROP DATABASE with DATA_PLANE_DATABASE_DDL_TIMEOUT_MS as its statement timeout (they
+   * may wait for a checkpoint), then puts the session's usual timeout back. Only jobs run these.
    */
-  async setConnectionLimit(region: Region, physical: string, limit: number): Promise<void> {
-    if (!Number.isSafeInteger(limit) || limit < -1) throw new Error(`not a connection limit: ${limit}`);
-    await this.admin(region).query(
-      `ALTER DATABASE ${escapeIdentifier(assertPhysicalName(physical))} CONNECTION LIMIT ${limit}`,
-    );
+  private async withDatabaseDdlTimeout<T>(db: PoolClient, work: () => Promise<T>): Promise<T> {
+    const env = this.config.env;
+    await db.query(`SET statement_timeout = ${Math.trunc(env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS)}`);
+    const result = await work();
+    await db.query(`SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)}`);
+    return result;
   }
 
-  /** Whether a role exists on the region's server (for operators and tests). */
-  async roleExists(region: Region, role: string): Promise<boolean> {
-    const { rowCount } = await this.admin(region).query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
-    return (rowCount ?? 0) > 0;
+  /** Resolves the server and turns every failure into a DataPlaneError naming its region. */
+  private async on<T>(serverId: string, work: (target: DataPlaneTarget) => Promise<T>): Promise<T> {
+    const target = await this.servers.target(serverId);
+    try {
+      return await work(target);
+    } catch (err) {
+      if (err instanceof DataPlaneError) throw err;
+      throw new DataPlaneError(target.region, target.id, isUnavailability(err), err);
+    }
   }
 
   /**
-   * What the telemetry sampler needs of a region's server (see telemetry.ts): its admin pool, and
-   * the admin URL of one of its databases (for the ready probe's own short-lived connection).
+   * What the telemetry sampler needs of a server (see telemetry.ts): its admin pool, and the admin
+   * URL of one of its databases (for the ready probe's own short-lived connection).
    */
-  telemetryAccess(region: Region): { admin: Pool; databaseUrl: (physical: string) => string } {
+  async telemetryAccess(serverId: string): Promise<{ admin: Pool; databaseUrl: (physical: string) => string }> {
+    const target = await this.servers.target(serverId);
     return {
-      admin: this.admin(region),
+      admin: this.admin(target),
       databaseUrl: (physical) => {
-        const url = new URL(this.config.dataPlaneUrl(region));
+        const url = new URL(target.url);
         url.pathname = `/${assertPhysicalName(physical)}`;
         return url.toString();
       },
     };
   }
 
-  private admin(region: Region): Pool {
-    const url = this.config.dataPlaneUrl(region);
-    let pool = this.pools.get(url);
+  /** How long pg_terminate_backend waits for a session to be gone: within the statement timeout. */
+  private get terminateWaitMs(): number {
+    return Math.max(0, Math.min(5000, this.config.env.DATA_PLANE_STATEMENT_TIMEOUT_MS - 1000));
+  }
+
+  /** Timeouts every data-plane connection carries. */
+  private connectionOptions() {
+    const env = this.config.env;
+    return {
+      connectionTimeoutMillis: env.DATA_PLANE_CONNECT_TIMEOUT_MS,
+      statement_timeout: env.DATA_PLANE_STATEMENT_TIMEOUT_MS,
+      lock_timeout: env.DATA_PLANE_LOCK_TIMEOUT_MS,
+      // A server that stops answering altogether (no cancel reaches it) still frees the caller.
+      query_timeout:
+        Math.max(env.DATA_PLANE_STATEMENT_TIMEOUT_MS, env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS) +
+        env.DATA_PLANE_CONNECT_TIMEOUT_MS,
+      application_name: 'control-plane',
+    };
+  }
+
+  private admin(t: DataPlaneTarget): Pool {
+    let pool = this.pools.get(t.id);
     if (!pool) {
-      pool = new Pool({
-        connectionString: url,
-        max: 4,
-        idleTimeoutMillis: 10000,
-        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-        application_name: 'control-plane',
-      });
+      pool = new Pool({ ...this.connectionOptions(), connectionString: t.url, max: 4, idleTimeoutMillis: 10000 });
       // An idle client that loses its connection must not take the process down.
-      pool.on('error', (err) => this.logger.warn({ region, err: err.message }, 'data-plane connection lost'));
-      this.pools.set(url, pool);
+      pool.on('error', (err) =>
+        this.logger.warn({ region: t.region, serverId: t.id, err: err.message }, 'data-plane connection lost'),
+      );
+      this.pools.set(t.id, pool);
     }
     return pool;
   }
 
-  private async withAdmin<T>(region: Region, work: (db: PoolClient) => Promise<T>): Promise<T> {
-    const db = await this.admin(region).connect();
+  private async withAdmin<T>(t: DataPlaneTarget, work: (db: PoolClient) => Promise<T>): Promise<T> {
+    const db = await this.admin(t).connect();
     let broken: Error | undefined;
     try {
       return await work(db);
@@ -363,17 +545,13 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /** A short-lived admin connection to one customer database, always closed. */
-  private async withDatabase<T>(region: Region, physical: string, work: (db: Client) => Promise<T>): Promise<T> {
-    const url = new URL(this.config.dataPlaneUrl(region));
+  private async withDatabase<T>(t: DataPlaneTarget, physical: string, work: (db: Client) => Promise<T>): Promise<T> {
+    const url = new URL(t.url);
     url.pathname = `/${assertPhysicalName(physical)}`;
-    const db = new Client({
-      connectionString: url.toString(),
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      application_name: 'control-plane',
-    });
+    const db = new Client({ ...this.connectionOptions(), connectionString: url.toString() });
     db.on('error', () => undefined);
-    await db.connect();
     try {
+      await db.connect();
       return await work(db);
     } finally {
       await db.end().catch(() => undefined);

@@ -7,6 +7,7 @@ import { OAuthClientEntity } from '../auth/oauth/oauth-client.entity';
 import { RefreshTokenEntity } from '../auth/oauth/refresh-token.entity';
 import { CredentialRotationEntity } from '../credentials/credential-rotation.entity';
 import { CredentialEntity } from '../credentials/credential.entity';
+import { DataPlaneServerEntity } from '../data-plane/data-plane-server.entity';
 import { DatabaseEntity } from '../databases/database.entity';
 import { PooledDatabaseEntity } from '../databases/pooled-database.entity';
 import { DeveloperEntity } from '../developers/developer.entity';
@@ -27,6 +28,7 @@ export const ENTITIES = [
   WorkspaceEntity,
   WorkspaceMemberEntity,
   InviteEntity,
+  DataPlaneServerEntity,
   DatabaseEntity,
   PooledDatabaseEntity,
   CredentialEntity,

@@ -12,9 +12,11 @@ export interface DatabaseJobData {
 }
 
 export interface RefillPoolJobData {
-  region: Region;
+  serverId?: string;
+  /** Jobs enqueued before the fleet named a region: every server of it is refilled. */
+  region?: Region;
 }
 
 export const provisionJobId = (databaseId: string) => `provision:${databaseId}`;
 export const finalizeJobId = (databaseId: string) => `finalize:${databaseId}`;
-export const refillPoolJobId = (region: Region) => `refill-pool:${region}`;
+export const refillPoolJobId = (serverId: string) => `refill-pool:${serverId}`;

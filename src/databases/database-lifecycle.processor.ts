@@ -25,6 +25,7 @@ export class DatabaseLifecycleProcessor {
 
   @Process(DatabaseJobs.RefillPool)
   async refillPool(job: Job<RefillPoolJobData>): Promise<void> {
-    await this.pool.refill(job.data.region);
+    if (job.data.serverId) await this.pool.refill(job.data.serverId);
+    else if (job.data.region) await this.pool.refillRegion(job.data.region);
   }
 }

@@ -14,6 +14,15 @@ import { messageOf } from '../common/errors/message-of';
 
 const SWEEP_BATCH = 500;
 
+/** The server a database lives on (every row has one once boot has attached rows from before the fleet). */
+/** The data-plane lock under which one database's build and finalization take turns. */
+const lockKey = (row: DatabaseEntity) => `database:${row.physicalName}`;
+
+export function serverOf(row: Pick<DatabaseEntity, 'id' | 'serverId'>): string {
+  if (!row.serverId) throw new Error(`database ${row.id} is not placed on a data-plane server`);
+  return row.serverId;
+}
+
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
 /**
@@ -44,75 +53,121 @@ export class DatabaseLifecycle implements OnModuleInit {
    * Builds the physical database and hardens it (-> BUILT), then verifies it (-> READY). A failure
    * removes whatever was half-made, records the error on the row (status unchanged) and throws, so
    * the job retries with backoff; the sweep re-enqueues it after the attempts run out.
+   *
+   * No metadata transaction or row lock is open while the data plane works (habit 14): runs on one
+   * database take turns under an advisory lock on its data-plane server (a run that finds it taken
+   * leaves the work to the holder), and each outcome is recorded by a conditional update that
+   * finds nothing to change when the row moved on meanwhile (deleted, or already further along).
    */
   async provision(databaseId: string): Promise<void> {
-    const built = await this.locked(databaseId, async (row, manager): Promise<Outcome> => {
-      if (row.deleted || row.status !== DatabaseStatus.Requested) return { ok: true };
-      const attempt = row.provisionAttempts + 1;
-      try {
-        await this.dataPlane.buildDatabase(row.region, row.physicalName, { sharded: row.sharded });
-        await manager.update(
-          DatabaseEntity,
-          { id: row.id },
-          { status: DatabaseStatus.Built, lastError: null, provisionAttempts: attempt },
-        );
+    const row = await this.databases.findOneBy({ id: databaseId });
+    if (!row || row.deleted || row.finalized) return;
+    if (row.status !== DatabaseStatus.Requested && row.status !== DatabaseStatus.Built) return;
+    let outcome: Outcome | undefined;
+    try {
+      outcome = await this.dataPlane.exclusively(serverOf(row), lockKey(row), async (): Promise<Outcome> => {
+        const current = await this.databases.findOneBy({ id: databaseId });
+        if (!current || current.deleted || current.finalized) return { ok: true };
+        if (current.status === DatabaseStatus.Requested) {
+          const built = await this.build(current);
+          if (!built.ok) return built;
+          current.status = DatabaseStatus.Built;
+        }
+        if (current.status === DatabaseStatus.Built) return this.verify(current);
         return { ok: true };
-      } catch (error) {
-        await this.dataPlane
-          .dropDatabase(row.region, row.physicalName)
-          .catch((cleanup: unknown) =>
-            this.logger.error({ databaseId, err: messageOf(cleanup) }, 'could not remove a half-made database'),
-          );
-        await manager.update(
-          DatabaseEntity,
-          { id: row.id },
-          { lastError: messageOf(error), provisionAttempts: attempt },
-        );
-        this.logger.error(
-          { errorCode: ErrorCode.DbCreationFailure, databaseId, region: row.region, attempt, err: messageOf(error) },
-          'database could not be built; will retry',
-        );
-        return { ok: false, error };
-      }
-    });
-    if (built && !built.ok) throw built.error;
-
-    const verified = await this.locked(databaseId, async (row, manager): Promise<Outcome> => {
-      if (row.deleted || row.status !== DatabaseStatus.Built) return { ok: true };
-      if (await this.dataPlane.isDatabaseHardened(row.region, row.physicalName)) {
-        await manager.update(DatabaseEntity, { id: row.id }, { status: DatabaseStatus.Ready, lastError: null });
-        return { ok: true };
-      }
-      const error = new Error('the built database failed verification (missing, wrong owner or open to PUBLIC)');
-      await manager.update(
-        DatabaseEntity,
-        { id: row.id },
-        { status: DatabaseStatus.Requested, lastError: error.message },
+      });
+    } catch (error) {
+      // The server could not even be reached for the lock: recorded like a failed build.
+      await this.databases.update(
+        { id: row.id, status: row.status },
+        { lastError: messageOf(error), provisionAttempts: row.provisionAttempts + 1 },
       );
       this.logger.error(
-        { errorCode: ErrorCode.DbCreationFailure, databaseId, region: row.region, err: error.message },
-        'database failed verification; rebuilding',
+        { errorCode: ErrorCode.DbCreationFailure, databaseId, serverId: row.serverId, err: messageOf(error) },
+        'data-plane server unreachable; will retry',
+      );
+      throw error;
+    }
+    if (outcome && !outcome.ok) throw outcome.error;
+  }
+
+  private async build(row: DatabaseEntity): Promise<Outcome> {
+    const attempt = row.provisionAttempts + 1;
+    try {
+      await this.dataPlane.buildDatabase(serverOf(row), row.physicalName, { sharded: row.sharded });
+    } catch (error) {
+      await this.dataPlane
+        .dropDatabase(serverOf(row), row.physicalName)
+        .catch((cleanup: unknown) =>
+          this.logger.error({ databaseId: row.id, err: messageOf(cleanup) }, 'could not remove a half-made database'),
+        );
+      await this.databases.update({ id: row.id }, { lastError: messageOf(error), provisionAttempts: attempt });
+      this.logger.error(
+        {
+          errorCode: ErrorCode.DbCreationFailure,
+          databaseId: row.id,
+          region: row.region,
+          serverId: row.serverId,
+          attempt,
+          err: messageOf(error),
+        },
+        'database could not be built; will retry',
       );
       return { ok: false, error };
-    });
-    if (verified && !verified.ok) throw verified.error;
+    }
+    await this.databases.update(
+      { id: row.id, status: DatabaseStatus.Requested },
+      { status: DatabaseStatus.Built, lastError: null, provisionAttempts: attempt },
+    );
+    return { ok: true };
+  }
+
+  private async verify(row: DatabaseEntity): Promise<Outcome> {
+    if (await this.dataPlane.isDatabaseHardened(serverOf(row), row.physicalName)) {
+      await this.databases.update(
+        { id: row.id, status: DatabaseStatus.Built },
+        { status: DatabaseStatus.Ready, lastError: null },
+      );
+      return { ok: true };
+    }
+    const error = new Error('the built database failed verification (missing, wrong owner or open to PUBLIC)');
+    await this.databases.update(
+      { id: row.id, status: DatabaseStatus.Built },
+      { status: DatabaseStatus.Requested, lastError: error.message },
+    );
+    this.logger.error(
+      { errorCode: ErrorCode.DbCreationFailure, databaseId: row.id, region: row.region, err: error.message },
+      'database failed verification; rebuilding',
+    );
+    return { ok: false, error };
   }
 
   /**
    * Finalizes a deletion whose grace period has passed: terminates its sessions, drops the physical
    * database, its credential roles and its owner role, lets other modules finish (credentials,
    * compute), and marks the row finalized; the row stays as a tombstone for billing history.
-   * Returns false when there was nothing (yet) to do. Idempotent.
+   * Returns false when there was nothing (yet) to do. Idempotent. The drop runs under the
+   * database's data-plane lock (see provision) with no metadata transaction open; the bookkeeping
+   * follows in one short transaction with the row locked.
    */
   async finalize(databaseId: string, now = new Date()): Promise<boolean> {
-    const done = await this.locked(databaseId, async (row, manager) => {
-      if (!row.deleted || row.finalized) return false;
-      if (row.deletionDueAt && row.deletionDueAt.getTime() > now.getTime()) return false;
-      await this.dataPlane.dropDatabase(row.region, row.physicalName);
-      await this.finalizers.runAll(row, manager);
-      await manager.update(DatabaseEntity, { id: row.id }, { finalized: new Date() });
-      return true;
+    const due = (row: DatabaseEntity | null): row is DatabaseEntity =>
+      !!row?.deleted && !row.finalized && !(row.deletionDueAt && row.deletionDueAt.getTime() > now.getTime());
+    const row = await this.databases.findOneBy({ id: databaseId });
+    if (!due(row)) return false;
+    const done = await this.dataPlane.exclusively(serverOf(row), lockKey(row), async () => {
+      if (!due(await this.databases.findOneBy({ id: databaseId }))) return false;
+      await this.dataPlane.dropDatabase(serverOf(row), row.physicalName);
+      return this.locked(databaseId, async (current, manager) => {
+        if (!due(current)) return false;
+        await this.finalizers.runAll(current, manager);
+        await manager.update(DatabaseEntity, { id: current.id }, { finalized: new Date() });
+        return true;
+      });
     });
+    if (done === undefined) {
+      throw new Error(`database ${databaseId} is being worked on by another run; finalization will retry`);
+    }
     if (done) this.logger.log({ databaseId }, 'database deletion finalized');
     return done ?? false;
   }

@@ -9,6 +9,7 @@ import {
   UpdateDateColumn,
 } from 'typeorm';
 import type { Region } from '../config/regions';
+import { DataPlaneServerEntity } from '../data-plane/data-plane-server.entity';
 import { WorkspaceEntity } from '../workspaces/workspace.entity';
 
 export enum DatabaseStatus {
@@ -46,6 +47,18 @@ export class DatabaseEntity {
 
   @Column({ type: 'boolean', default: false })
   sharded!: boolean;
+
+  /**
+   * The data-plane server it lives on (placed at create). Null only on rows from before the fleet
+   * existed, until the boot that registers their region's server attaches them.
+   */
+  @Index()
+  @Column({ name: 'server_id', type: 'uuid', nullable: true })
+  serverId!: string | null;
+
+  @ManyToOne(() => DataPlaneServerEntity, { onDelete: 'RESTRICT' })
+  @JoinColumn({ name: 'server_id' })
+  server?: DataPlaneServerEntity;
 
   @Column({ type: 'enum', enum: DatabaseStatus, enumName: 'database_status', default: DatabaseStatus.Requested })
   status!: DatabaseStatus;

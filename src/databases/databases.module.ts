@@ -1,28 +1,21 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { workerProviders } from '../queues/worker-providers';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { DatabaseByIdController } from './database-by-id.controller';
 import { DatabaseFinalizers } from './database-finalizers';
-import { DatabaseLifecycleProcessor } from './database-lifecycle.processor';
 import { DatabaseLifecycle } from './database-lifecycle.service';
 import { DatabaseEntity } from './database.entity';
 import { DatabasesController } from './databases.controller';
 import { DatabasesService } from './databases.service';
+import { Placement } from './placement.service';
 import { PooledDatabaseEntity } from './pooled-database.entity';
 import { WarmPool } from './warm-pool.service';
 
 @Module({
   imports: [TypeOrmModule.forFeature([DatabaseEntity, PooledDatabaseEntity]), WorkspacesModule, SubscriptionsModule],
   controllers: [DatabasesController, DatabaseByIdController],
-  providers: [
-    DatabasesService,
-    DatabaseLifecycle,
-    DatabaseFinalizers,
-    WarmPool,
-    ...workerProviders(DatabaseLifecycleProcessor),
-  ],
-  exports: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool],
+  providers: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool, Placement],
+  exports: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool, Placement],
 })
 export class DatabasesModule {}

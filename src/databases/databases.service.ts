@@ -1,11 +1,12 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
+import { DataSource, EntityManager, IsNull, Not, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
 import { regionId } from '../config/regions';
+import { DataPlaneServers } from '../data-plane/data-plane-servers.service';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { physicalDatabaseName } from '../data-plane/physical-names';
 import { JobDispatcher } from '../queues/job-dispatcher';
@@ -19,10 +20,13 @@ import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
 import type { CreateDatabaseDto } from './dto/create-database.dto';
 import { DEFAULT_DATABASE_PAGE } from './dto/list-databases-query.dto';
+import { Placement } from './placement.service';
 import { WarmPool } from './warm-pool.service';
 import { isUuid } from '../common/http/uuid';
 import { isUniqueViolation } from '../common/errors/unique-violation';
 import { PlanLimits } from '../subscriptions/plan-limits.service';
+import { messageOf } from '../common/errors/message-of';
+import { RETRY_AFTER_SECONDS } from '../data-plane/unavailable';
 
 export interface DatabasePage {
   items: DatabaseResponse[];
@@ -44,6 +48,8 @@ export class DatabasesService {
     @InjectRepository(DatabaseEntity) private readonly databases: Repository<DatabaseEntity>,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
+    private readonly servers: DataPlaneServers,
+    private readonly placement: Placement,
     private readonly jobs: JobDispatcher,
     private readonly pool: WarmPool,
     private readonly workspaces: WorkspacesService,
@@ -51,9 +57,10 @@ export class DatabasesService {
   ) {}
 
   /**
-   * Records the database to build (REQUESTED), or hands it a pre-built physical database from the
-   * region's warm pool (READY at once). Name clashes are caught by the partial unique index, so
-   * concurrent creates of one name yield exactly one database.
+   * Places the database on a server of its region and records it to build (REQUESTED), or hands
+   * it a pre-built physical database from that region's warm pool (READY at once). Name clashes are
+   * caught by the partial unique index, so concurrent creates of one name yield exactly one
+   * database. A region whose servers are all full (or none ACTIVE) answers 503.
    */
   async create(
     workspace: WorkspaceEntity,
@@ -61,14 +68,32 @@ export class DatabasesService {
     options: { withinPlan?: boolean } = {},
   ): Promise<DatabaseResponse> {
     const sharded = dto.sharded ?? false;
-    if (sharded) await this.assertShardingAvailable(dto);
+    const eligible = sharded ? await this.serversOfferingSharding(dto) : undefined;
     const id = randomUUID();
     const usePool = !sharded && this.config.env.DATABASE_POOL_TARGET > 0;
     let entity: DatabaseEntity;
     try {
       entity = await this.dataSource.transaction(async (manager) => {
         if (options.withinPlan ?? true) await this.assertRoomInPlan(manager, workspace);
-        const pooled = usePool ? await this.pool.claim(manager, dto.region) : null;
+        await this.placement.lockRegion(manager, dto.region);
+        const candidates = await this.placement.candidates(manager, dto.region, eligible);
+        let serverId: string | undefined;
+        let pooled: string | null = null;
+        if (usePool) {
+          // A pooled database already counts against its server: taking one never overfills it.
+          for (const candidate of candidates) {
+            pooled = await this.pool.claim(manager, candidate.server.id);
+            if (pooled) {
+              serverId = candidate.server.id;
+              break;
+            }
+          }
+        }
+        if (!serverId) {
+          const best = candidates[0];
+          if (!best || best.free <= 0) throw this.regionFull(dto.region, candidates.length);
+          serverId = best.server.id;
+        }
         const repo = manager.getRepository(DatabaseEntity);
         return repo.save(
           repo.create({
@@ -76,6 +101,7 @@ export class DatabasesService {
             workspaceId: workspace.id,
             name: dto.databaseName,
             region: dto.region,
+            serverId,
             sharded,
             status: pooled ? DatabaseStatus.Ready : DatabaseStatus.Requested,
             physicalName: pooled ?? physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
@@ -99,7 +125,7 @@ export class DatabasesService {
         { jobId: provisionJobId(entity.id) },
       );
     }
-    if (usePool) await this.pool.requestRefill(dto.region);
+    if (usePool && entity.serverId) await this.pool.requestRefill(entity.serverId);
     return this.describe(entity, workspace);
   }
 
@@ -133,7 +159,7 @@ export class DatabasesService {
     const rows = await query.getMany();
     const page = rows.slice(0, limit);
     return {
-      items: page.map((d) => this.describe(d, workspace)),
+      items: await Promise.all(page.map((d) => this.describe(d, workspace))),
       next: rows.length > limit ? page[page.length - 1].id : undefined,
     };
   }
@@ -167,7 +193,7 @@ export class DatabasesService {
       }
       database.name = newName;
     }
-    return { ...this.describe(database, workspace), parent: before };
+    return { ...(await this.describe(database, workspace)), parent: before };
   }
 
   /**
@@ -307,13 +333,14 @@ export class DatabasesService {
    * until it is), for the insights sampler; oldest first.
    */
   async usable(): Promise<
-    { id: string; workspaceId: string; region: DatabaseEntity['region']; physicalName: string }[]
+    { id: string; workspaceId: string; region: DatabaseEntity['region']; serverId: string; physicalName: string }[]
   > {
-    return this.databases.find({
-      select: { id: true, workspaceId: true, region: true, physicalName: true },
-      where: { status: DatabaseStatus.Ready, finalized: IsNull() },
+    const rows = await this.databases.find({
+      select: { id: true, workspaceId: true, region: true, serverId: true, physicalName: true },
+      where: { status: DatabaseStatus.Ready, finalized: IsNull(), serverId: Not(IsNull()) },
       order: { created: 'ASC', id: 'ASC' },
     });
+    return rows.map((d) => ({ ...d, serverId: d.serverId! }));
   }
 
   /**
@@ -352,24 +379,35 @@ export class DatabasesService {
       .getOne();
   }
 
-  /** `GetDatabaseResponse`. */
-  describe(d: DatabaseEntity, workspace: WorkspaceEntity): DatabaseResponse {
+  /**
+   * `GetDatabaseResponse`. `dbHost` names the public host of the server the database lives on;
+   * `expandable` says whether its region has more than one ACTIVE server (room to grow). Both come
+   * from the server directory, re-read every couple of seconds.
+   */
+  async describe(d: DatabaseEntity, workspace: WorkspaceEntity): Promise<DatabaseResponse> {
+    const publicHost =
+      d.status === DatabaseStatus.Ready && !d.finalized && d.serverId
+        ? await this.servers.publicHost(d.serverId)
+        : undefined;
     return {
       id: d.id,
       name: d.name,
       workspace: WorkspaceResponse.from(workspace),
       status: d.status,
       region: d.region,
-      expandable: false,
+      expandable: (await this.servers.activeIn(d.region)).length > 1,
       sharded: d.sharded,
       created: d.created,
       deleted: d.deleted ?? undefined,
       apiHost: `${this.config.publicUrl}/databases/${d.id}`,
-      dbHost:
-        d.status === DatabaseStatus.Ready && !d.finalized
-          ? this.dataPlane.connectionUri(d.region, d.physicalName)
-          : undefined,
+      dbHost: publicHost ? DataPlane.connectionUri(publicHost, d.physicalName) : undefined,
     };
+  }
+
+  /** Live databases (not finalized) per server, for operators (`server:list`). */
+  async countByServer(serverIds: string[]): Promise<Map<string, number>> {
+    const usage = await this.placement.usage(serverIds);
+    return new Map([...usage].map(([id, u]) => [id, u.databases]));
   }
 
   /** `Database`: the summary inside a credential. */
@@ -384,23 +422,46 @@ export class DatabasesService {
     };
   }
 
-  private async assertShardingAvailable(dto: CreateDatabaseDto): Promise<void> {
-    let available: boolean;
-    try {
-      available = await this.dataPlane.shardingAvailable(dto.region);
-    } catch (err) {
-      this.logger.error({ err, region: dto.region, errorCode: ErrorCode.DbCreationFailure }, 'data plane unreachable');
+  /** The region's ACTIVE servers that can host sharded databases (the citus extension is installable). */
+  private async serversOfferingSharding(dto: CreateDatabaseDto): Promise<Set<string>> {
+    const active = await this.servers.activeIn(dto.region, true);
+    const offering = new Set<string>();
+    let unreachable = 0;
+    await Promise.all(
+      active.map(async (server) => {
+        try {
+          if (await this.dataPlane.shardingAvailable(server.id)) offering.add(server.id);
+        } catch (err) {
+          unreachable += 1;
+          this.logger.error(
+            { err: messageOf(err), region: dto.region, serverId: server.id, errorCode: ErrorCode.DbCreationFailure },
+            'data-plane server unreachable',
+          );
+        }
+      }),
+    );
+    if (offering.size) return offering;
+    if (unreachable) {
       throw new ApiException(
         ErrorCode.DbCreationFailure,
         `The data plane of region ${dto.region} could not be reached to check sharding support; retry later`,
+        { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } },
       );
     }
-    if (!available) {
-      throw new ApiException(
-        ErrorCode.FeatureIneligible,
-        `Sharded databases need the citus extension, which the data-plane server of region ${dto.region} does not offer; create a regular database (sharded: false) instead`,
-      );
-    }
+    throw new ApiException(
+      ErrorCode.FeatureIneligible,
+      `Sharded databases need the citus extension, which no data-plane server of region ${dto.region} offers; create a regular database (sharded: false) instead`,
+    );
+  }
+
+  private regionFull(region: string, active: number): ApiException {
+    return new ApiException(
+      ErrorCode.DbCreationFailure,
+      active
+        ? `No data-plane server of region ${region} has room for another database; retry later`
+        : `No data-plane server of region ${region} takes new databases; retry later`,
+      { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } },
+    );
   }
 
   private notFound(workspace: WorkspaceEntity, name: string): ApiException {

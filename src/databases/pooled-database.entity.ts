@@ -1,4 +1,5 @@
-import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import { DataPlaneServerEntity } from '../data-plane/data-plane-server.entity';
 import type { Region } from '../config/regions';
 
 /**
@@ -7,12 +8,21 @@ import type { Region } from '../config/regions';
  */
 @Entity('pooled_databases')
 @Index(['region', 'ready'])
+@Index(['serverId', 'ready'])
 export class PooledDatabaseEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
 
   @Column({ type: 'varchar', length: 40 })
   region!: Region;
+
+  /** The data-plane server it is built on (null only on rows from before the fleet, until boot attaches them). */
+  @Column({ name: 'server_id', type: 'uuid', nullable: true })
+  serverId!: string | null;
+
+  @ManyToOne(() => DataPlaneServerEntity, { onDelete: 'RESTRICT' })
+  @JoinColumn({ name: 'server_id' })
+  server?: DataPlaneServerEntity;
 
   @Column({ name: 'physical_name', type: 'varchar', length: 63, unique: true })
   physicalName!: string;

@@ -5,18 +5,23 @@ import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
+import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
+import { DataPlaneServers } from '../data-plane/data-plane-servers.service';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { physicalDatabaseName } from '../data-plane/physical-names';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Queues } from '../queues/queue-names';
 import { DatabaseJobs, refillPoolJobId } from './database-jobs';
+import { Placement } from './placement.service';
 import { PooledDatabaseEntity } from './pooled-database.entity';
 
 /**
- * The warm pool: per creatable region, DATABASE_POOL_TARGET pre-built, unassigned physical
- * databases (status POOLED in operators' terms; rows of `pooled_databases`). A create takes a ready
- * one inside its transaction and is READY in that request; a job builds replacements. A target of
- * 0 turns the pool off: nothing is taken from it and nothing is built.
+ * The warm pool: per ACTIVE data-plane server of a creatable region, DATABASE_POOL_TARGET
+ * pre-built, unassigned physical databases (status POOLED in operators' terms; rows of
+ * `pooled_databases`), as far as the server has room. A create takes a ready one of the server it
+ * places the database on inside its transaction and is READY in that request; a job builds
+ * replacements. A server that stops being ACTIVE gives its pooled databases back (they are
+ * dropped). A target of 0 turns the pool off: nothing is taken from it and nothing is built.
  */
 @Injectable()
 export class WarmPool {
@@ -27,6 +32,8 @@ export class WarmPool {
     @InjectRepository(PooledDatabaseEntity) private readonly pooled: Repository<PooledDatabaseEntity>,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
+    private readonly servers: DataPlaneServers,
+    private readonly placement: Placement,
     private readonly jobs: JobDispatcher,
   ) {}
 
@@ -35,16 +42,16 @@ export class WarmPool {
   }
 
   /**
-   * Takes a ready pooled database of the region within the caller's transaction (its row is
+   * Takes a ready pooled database of the server within the caller's transaction (its row is
    * deleted there, so a rolled-back create gives it back). Concurrent creates skip each other's picks.
    */
-  async claim(manager: EntityManager, region: Region): Promise<string | null> {
+  async claim(manager: EntityManager, serverId: string): Promise<string | null> {
     const entry = await manager
       .getRepository(PooledDatabaseEntity)
       .createQueryBuilder('p')
       .setLock('pessimistic_write')
       .setOnLocked('skip_locked')
-      .where('p.region = :region AND p.ready = true', { region })
+      .where('p.server_id = :serverId AND p.ready = true', { serverId })
       .orderBy('p.created', 'ASC')
       .addOrderBy('p.id', 'ASC')
       .limit(1)
@@ -54,55 +61,79 @@ export class WarmPool {
     return entry.physicalName;
   }
 
-  async requestRefill(region: Region): Promise<void> {
+  async requestRefill(serverId: string): Promise<void> {
     if (this.target <= 0) return;
     await this.jobs.dispatch(
       Queues.DatabaseLifecycle,
       DatabaseJobs.RefillPool,
-      { region },
-      { jobId: refillPoolJobId(region) },
+      { serverId },
+      { jobId: refillPoolJobId(serverId) },
     );
   }
 
+  /** Refills every server of the creatable regions (non-ACTIVE ones give their pooled databases back). */
   async requestRefillEverywhere(): Promise<void> {
-    for (const region of CREATABLE_REGIONS) await this.requestRefill(region);
+    for (const server of await this.servers.directory(true)) {
+      if (CREATABLE_REGIONS.includes(server.region)) await this.requestRefill(server.id);
+    }
   }
 
   /**
-   * Brings the region's pool up to the target: finishes entries a crash left half-built, then
-   * builds new ones. A failed build is cleaned up and recorded on its row; the job retries.
+   * Brings the server's pool up to the target (as far as the server has room): finishes entries a
+   * crash left half-built, then builds new ones. A failed build is cleaned up and recorded on its
+   * row; the job retries. A server that is not ACTIVE has its ready entries dropped instead.
    *
-   * Refills of one region take turns (Bull may re-run a stalled refill while the first run is still
-   * going): the whole refill runs on one metadata connection holding a session-level advisory lock
-   * for the region, so a run never builds, or cleans up after, an entry another run is working on
-   * (and then drops a database that run has marked ready). A waiting run starts once the other is
-   * done and finds the pool full. Every metadata write of a run goes through that connection, so a
-   * run whose connection (and with it the lock) is lost cannot mark anything ready, and records a
+   * Refills of one server never overlap (Bull may re-run a stalled refill while the first run is
+   * still going): the whole refill holds an advisory lock on the data-plane server, so a run never
+   * builds, or cleans up after, an entry another run is working on (and then drops a database that
+   * run has marked ready). A run that finds the lock taken returns at once; the holder fills the
+   * pool. An entry is marked ready only while still not ready, and a failed build records its
    * failure before it drops the half-made database.
    */
-  async refill(region: Region): Promise<void> {
+  async refill(serverId: string): Promise<void> {
     if (this.target <= 0) return;
-    await this.exclusively(region, async (manager) => {
+    const server = await this.servers.view(serverId);
+    if (!server) return;
+    await this.exclusively(serverId, async (manager) => {
       const pooled = manager.getRepository(PooledDatabaseEntity);
-      for (const entry of await pooled.find({ where: { region, ready: false }, order: { created: 'ASC' } })) {
+      if (server.state !== DataPlaneServerState.Active) {
+        for (const entry of await pooled.find({ where: { serverId }, order: { created: 'ASC' } })) {
+          await this.dataPlane.dropDatabase(serverId, entry.physicalName);
+          await pooled.delete({ id: entry.id });
+        }
+        return;
+      }
+      for (const entry of await pooled.find({ where: { serverId, ready: false }, order: { created: 'ASC' } })) {
         await this.build(pooled, entry);
       }
-      let count = await pooled.countBy({ region });
-      while (count < this.target) {
+      const hasRoom = async () => {
+        const usage = (await this.placement.usage([serverId], manager)).get(serverId)!;
+        return usage.databases + usage.pooled < server.maxDatabases;
+      };
+      let count = await pooled.countBy({ serverId });
+      while (count < this.target && (await hasRoom())) {
         const id = randomUUID();
         const entry = await pooled.save(
           pooled.create({
             id,
-            region,
+            region: server.region,
+            serverId,
             physicalName: physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
             ready: false,
             lastError: null,
           }),
         );
         await this.build(pooled, entry);
-        count = await pooled.countBy({ region });
+        count = await pooled.countBy({ serverId });
       }
     });
+  }
+
+  /** Refills every server of the region (a refill job enqueued before the fleet named a region). */
+  async refillRegion(region: Region): Promise<void> {
+    for (const server of await this.servers.directory(true)) {
+      if (server.region === region) await this.refill(server.id);
+    }
   }
 
   /** Ready entries per region (for operators and tests). */
@@ -110,40 +141,37 @@ export class WarmPool {
     return this.pooled.countBy({ region, ready: true });
   }
 
-  /** Runs `work` on one metadata connection holding the region's refill lock (see refill). */
-  private async exclusively(region: Region, work: (manager: EntityManager) => Promise<void>): Promise<void> {
-    const key = `warm-pool-refill:${region}`;
-    const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
-    try {
-      await runner.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
-      try {
-        await work(runner.manager);
-      } finally {
-        await runner.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => undefined);
-      }
-    } finally {
-      await runner.release();
-    }
+  /** Ready entries per server (for operators and tests). */
+  async readyCountOn(serverId: string): Promise<number> {
+    return this.pooled.countBy({ serverId, ready: true });
+  }
+
+  /**
+   * Runs `work` holding the server's refill lock, an advisory lock on the data-plane server itself
+   * (see DataPlane.exclusively): no metadata connection is held while the server works. A refill
+   * that finds the lock taken leaves the work to the run holding it.
+   */
+  private async exclusively(serverId: string, work: (manager: EntityManager) => Promise<void>): Promise<void> {
+    await this.dataPlane.exclusively(serverId, `warm-pool-refill:${serverId}`, () => work(this.dataSource.manager));
   }
 
   private async build(pooled: Repository<PooledDatabaseEntity>, entry: PooledDatabaseEntity): Promise<void> {
     try {
-      await this.dataPlane.buildDatabase(entry.region, entry.physicalName);
-      if (!(await this.dataPlane.isDatabaseHardened(entry.region, entry.physicalName))) {
+      await this.dataPlane.buildDatabase(entry.serverId!, entry.physicalName);
+      if (!(await this.dataPlane.isDatabaseHardened(entry.serverId!, entry.physicalName))) {
         throw new Error('the built database failed verification (owner or CONNECT privilege wrong)');
       }
-      await pooled.update({ id: entry.id }, { ready: true, lastError: null });
+      await pooled.update({ id: entry.id, ready: false }, { ready: true, lastError: null });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.logger.error(
         { errorCode: ErrorCode.DbCreationFailure, region: entry.region, pooledId: entry.id, err: message },
         'warm-pool database could not be built',
       );
-      // Recorded on the locked connection first: if that fails, the lock may be gone and another
-      // run may own the entry now, so its database is left alone (a later refill finishes it).
+      // Recorded first: if that fails, the metadata database is out of reach and the entry is left
+      // as it is (a later refill finishes it).
       await pooled.update({ id: entry.id }, { lastError: message });
-      await this.dataPlane.dropDatabase(entry.region, entry.physicalName).catch(() => undefined);
+      await this.dataPlane.dropDatabase(entry.serverId!, entry.physicalName).catch(() => undefined);
       throw err;
     }
   }

@@ -1,18 +1,16 @@
 import { Module } from '@nestjs/common';
 import { DatabasesModule } from '../databases/databases.module';
-import { workerProviders } from '../queues/worker-providers';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { InsightsController } from './insights.controller';
 import { InsightsService } from './insights.service';
 import { StorageUsage } from './storage-usage.service';
-import { TelemetrySamplerProcessor } from './telemetry-sampler.processor';
 import { TelemetrySampler } from './telemetry-sampler.service';
 
 /** Database insights (uptime, errors, query performance) and storage metering, from the sampler's samples. */
 @Module({
   imports: [DatabasesModule, WorkspacesModule],
   controllers: [InsightsController],
-  providers: [InsightsService, TelemetrySampler, StorageUsage, ...workerProviders(TelemetrySamplerProcessor)],
+  providers: [InsightsService, TelemetrySampler, StorageUsage],
   exports: [StorageUsage, TelemetrySampler],
 })
 export class InsightsModule {}

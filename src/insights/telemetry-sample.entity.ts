@@ -19,7 +19,7 @@ export class TelemetrySampleEntity {
   @Column({ name: 'workspace_id', type: 'uuid' })
   workspaceId!: string;
 
-  /** The data-plane server sampled (host, port and admin database; never credentials). */
+  /** The id of the data-plane server sampled. */
   @Column({ name: 'server_key', type: 'varchar', length: 300 })
   serverKey!: string;
 

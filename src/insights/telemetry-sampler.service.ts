@@ -25,7 +25,7 @@ export interface SampledDatabase {
 
 /** One data-plane server and the databases a pass samples on it. */
 export interface ServerToSample {
-  /** host:port/admin-database of the server (never credentials): the samples' `server_key`. */
+  /** The data-plane server's id: the samples' `server_key`. */
   key: string;
   /** A region served by it, through which DataPlane reaches it. */
   region: Region;
@@ -73,12 +73,6 @@ async function mapBounded<T, R>(items: T[], limit: number, work: (item: T) => Pr
   });
   await Promise.all(lanes);
   return results;
-}
-
-/** `host:port/database` of a server URL: names the server without its credentials. */
-export function serverKeyOf(url: string): string {
-  const u = new URL(url);
-  return `${u.hostname}:${u.port || '5432'}${u.pathname || '/'}`;
 }
 
 /** Increase of a cumulative counter; null when there is no earlier reading or it went backwards (a reset). */
@@ -151,7 +145,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
   async serversToSample(): Promise<ServerToSample[]> {
     const servers = new Map<string, ServerToSample>();
     for (const d of await this.databases.usable()) {
-      const key = serverKeyOf(this.config.dataPlaneUrl(d.region));
+      const key = d.serverId;
       let server = servers.get(key);
       if (!server) servers.set(key, (server = { key, region: d.region, databases: [] }));
       server.databases.push({ id: d.id, workspaceId: d.workspaceId, physicalName: d.physicalName });
@@ -187,7 +181,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
    * sample per database (a pass already recorded for a database at `at` is kept, not doubled).
    */
   async sampleServer(server: ServerToSample, at = new Date()): Promise<PassResult> {
-    const access = this.dataPlane.telemetryAccess(server.region);
+    const access = await this.dataPlane.telemetryAccess(server.key);
     const telemetry = new ServerTelemetry(access.admin, STATS_TIMEOUT_MS);
     const names = server.databases.map((d) => d.physicalName);
 

@@ -1,10 +1,8 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { workerProviders } from '../queues/worker-providers';
 import { DevelopersModule } from '../developers/developers.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { InviteAcceptanceController } from './invite-acceptance.controller';
-import { InviteEmailProcessor } from './invite-email.processor';
 import { InviteEntity } from './invite.entity';
 import { InvitePageController } from './invite-page.controller';
 import { InvitesController } from './invites.controller';
@@ -14,7 +12,7 @@ import { Mailer } from './mailer.service';
 @Module({
   imports: [TypeOrmModule.forFeature([InviteEntity]), WorkspacesModule, DevelopersModule],
   controllers: [InvitesController, InviteAcceptanceController, InvitePageController],
-  providers: [InvitesService, Mailer, ...workerProviders(InviteEmailProcessor)],
+  providers: [InvitesService, Mailer],
   exports: [InvitesService],
 })
 export class InvitesModule {}

@@ -1,5 +1,6 @@
 import { InitialSchema1795252276538 } from './1795252276538-InitialSchema';
 import { ComputeSubscriptionsBilling1795254361542 } from './1795254361542-ComputeSubscriptionsBilling';
+import { DataPlaneFleet1795448293373 } from './1795448293373-DataPlaneFleet';
 import { InsightsStorage1795448796603 } from './1795448796603-InsightsStorage';
 import { InstantDatabases1795449305544 } from './1795449305544-InstantDatabases';
 import { InviteEmailLease1795451181933 } from './1795451181933-InviteEmailLease';
@@ -8,6 +9,7 @@ import { InviteEmailLease1795451181933 } from './1795451181933-InviteEmailLease'
 export const MIGRATIONS: (new () => object)[] = [
   InitialSchema1795252276538,
   ComputeSubscriptionsBilling1795254361542,
+  DataPlaneFleet1795448293373,
   InsightsStorage1795448796603,
   InstantDatabases1795449305544,
   InviteEmailLease1795451181933,

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import type { QueueName } from './queue-names';
 import { currentReconcileTally, ReconcilerStats, ReconcileTally } from './reconcile-tally';
@@ -7,11 +7,11 @@ export type ReconcileTask = () => Promise<unknown>;
 
 /**
  * The periodic loop that makes lost jobs harmless: every interval it asks each registered task to
- * re-enqueue (or finish) work for resources not yet in their desired state. Runs only where
- * workers run. Tasks are idempotent; jobs carry deterministic ids, so overlap just collapses.
+ * re-enqueue (or finish) work for resources not yet in their desired state. Started only where the
+ * queue processors run (ReconcileLoop, part of QueueProcessorsModule). Tasks are idempotent; jobs carry deterministic ids, so overlap just collapses.
  */
 @Injectable()
-export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown {
+export class Reconciler implements OnApplicationShutdown {
   private readonly logger = new Logger(Reconciler.name);
   private readonly tasks = new Map<string, ReconcileTask>();
   private timer?: NodeJS.Timeout;
@@ -24,8 +24,8 @@ export class Reconciler implements OnApplicationBootstrap, OnApplicationShutdown
     this.tasks.set(name, task);
   }
 
-  onApplicationBootstrap(): void {
-    if (!this.config.workersEnabled) return;
+  start(): void {
+    if (this.timer) return;
     this.timer = setInterval(() => void this.runOnce(), this.config.env.RECONCILE_INTERVAL_SECONDS * 1000);
     this.timer.unref();
   }

@@ -6,7 +6,7 @@ import { createDeveloperWithToken, createTestApp, TestApp } from '../support/tes
  * to a non-member and for an unknown slug.
  */
 const PUBLIC_ROUTES = [
-  /^GET \/health(\/live|\/ready)?$/,
+  /^GET \/health(\/live|\/ready|\/data-plane)?$/,
   /^(GET|POST) \/docs/,
   /^GET \/\.well-known\//,
   /^(GET|POST) \/authorize/,

@@ -4,7 +4,14 @@ import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.servic
 import { DatabasesService } from '../../src/databases/databases.service';
 import { WorkspaceEntity } from '../../src/workspaces/workspace.entity';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
-import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import {
+  createDeveloperWithToken,
+  createIsolatedTestApp,
+  createTestApp,
+  eventually,
+  reconcile,
+  TestApp,
+} from '../support/test-app';
 import {
   Auth,
   createReadyDatabase,
@@ -580,7 +587,8 @@ describe('a region whose data plane cannot be reached', () => {
   beforeAll(async () => {
     const broken = new URL(process.env.DATA_PLANE_URL!);
     broken.password = 'wrong-password';
-    t = await createTestApp({
+    // Its fleet (an EU server that refuses the login) must not become other specs' fleet.
+    t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       JOB_ATTEMPTS: '1',
       DATA_PLANE_URL_AWS_EU_CENTRAL_1: broken.toString(),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { createTestApp, eventually, TestApp } from '../support/test-app';
+import { createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
 
 export type Auth = { Authorization: string };
 
@@ -8,16 +8,27 @@ export const unique = () => randomBytes(4).toString('hex');
 
 /**
  * An app with no warm pool and a long deletion grace period whose EU region is unreachable: EU
- * databases never get built and stay REQUESTED, which the "not ready yet" cases need.
+ * databases never get built and stay REQUESTED, which the "not ready yet" cases need. Its fleet
+ * differs from everyone else's, so it runs on a metadata database of its own.
  */
 export function createAppWithUnbuildableEuRegion(): Promise<TestApp> {
   const unreachable = new URL(process.env.DATA_PLANE_URL!);
   unreachable.password = 'not-the-password';
-  return createTestApp({
+  return createIsolatedTestApp({
     DATABASE_POOL_TARGET: '0',
     DATABASE_DELETION_GRACE_SECONDS: '3600',
     DATA_PLANE_URL_AWS_EU_CENTRAL_1: unreachable.toString(),
   });
+}
+
+/** The id of the region's first data-plane server (the one registered from DATA_PLANE_URL[_<REGION>]). */
+export async function serverIdOf(t: TestApp, region = 'AWS_US_WEST_2'): Promise<string> {
+  const [row] = await t.dataSource.query<{ id: string }[]>(
+    'SELECT id FROM data_plane_servers WHERE region = $1 ORDER BY created, id LIMIT 1',
+    [region],
+  );
+  if (!row) throw new Error(`no data-plane server in ${region}`);
+  return row.id;
 }
 
 /** A workspace created through the API by `auth` (who becomes its member). */

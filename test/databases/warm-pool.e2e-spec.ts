@@ -7,7 +7,7 @@ import { migrateDatabase } from '../../src/database/data-source-options';
 import { PooledDatabaseEntity } from '../../src/databases/pooled-database.entity';
 import { WarmPool } from '../../src/databases/warm-pool.service';
 import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
-import { Auth, createWorkspace, databaseRow, onDataPlane, unique, waitForStatus } from './support';
+import { Auth, createWorkspace, databaseRow, onDataPlane, serverIdOf, unique, waitForStatus } from './support';
 
 /**
  * The pool is shared by everything using one metadata database, so this spec runs on a metadata
@@ -117,18 +117,19 @@ describe('warm pool', () => {
     // An entry a crashed refill left half-built: both runs find it.
     const id = randomUUID();
     const physical = physicalDatabaseName(t.app.get(AppConfig).env.DATA_PLANE_NAME_PREFIX, id);
+    const server = await serverIdOf(t, 'AWS_US_WEST_2');
     await t.dataSource
       .getRepository(PooledDatabaseEntity)
-      .insert({ id, region: 'AWS_US_WEST_2', physicalName: physical, ready: false, lastError: null });
+      .insert({ id, region: 'AWS_US_WEST_2', serverId: server, physicalName: physical, ready: false, lastError: null });
     const dataPlane = t.app.get(DataPlane);
     const build = dataPlane.buildDatabase.bind(dataPlane);
     let calls = 0;
     // The first build of the entry succeeds; a second one (the other run) fails once the first
     // run has marked the entry ready, so that run cleans up what it thinks is its half-made database.
-    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementation(async (region, name, options) => {
-      if (name !== physical) return build(region, name, options);
+    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementation(async (serverId, name, options) => {
+      if (name !== physical) return build(serverId, name, options);
       calls += 1;
-      if (calls === 1) return build(region, name, options);
+      if (calls === 1) return build(serverId, name, options);
       await eventually(
         async () => (await pooledRows('AWS_US_WEST_2')).some((p) => p.physical_name === physical && p.ready),
         10000,
@@ -136,7 +137,7 @@ describe('warm pool', () => {
       throw new Error('simulated failure of the second build');
     });
     try {
-      await Promise.allSettled([pool.refill('AWS_US_WEST_2'), pool.refill('AWS_US_WEST_2')]);
+      await Promise.allSettled([pool.refill(server), pool.refill(server)]);
     } finally {
       spy.mockRestore();
     }
@@ -145,12 +146,12 @@ describe('warm pool', () => {
     for (const entry of rows.filter((p) => p.ready)) {
       expect({
         entry: entry.physical_name,
-        exists: await dataPlane.databaseExists('AWS_US_WEST_2', entry.physical_name),
+        exists: await dataPlane.databaseExists(server, entry.physical_name),
       }).toEqual({
         entry: entry.physical_name,
         exists: true,
       });
-      expect(await dataPlane.isDatabaseHardened('AWS_US_WEST_2', entry.physical_name)).toBe(true);
+      expect(await dataPlane.isDatabaseHardened(server, entry.physical_name)).toBe(true);
     }
   });
 

@@ -66,3 +66,30 @@ describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
     await t.http.get('/authorize').query(params).expect(200);
   });
 });
+
+describe('rate limits shared by several API processes (counted in Redis)', () => {
+  let a: TestApp;
+  let b: TestApp;
+  beforeAll(async () => {
+    // Two processes of one deployment: one metadata database, one Redis, one QUEUE_PREFIX.
+    const shared = { RATE_LIMIT_AUTH_PER_MINUTE: String(LIMIT), QUEUE_PREFIX: `shared-limit-${Date.now()}` };
+    a = await createTestApp(shared);
+    b = await createTestApp(shared);
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  it('counts attempts on either process against one budget', async () => {
+    const api = await createApiDeveloper(a.app);
+    const guess = (t: TestApp) =>
+      tokenRequest(t.http, { grant_type: 'client_credentials' }, { id: api.clientId, secret: 'guess' });
+    expect((await guess(a)).status).toBe(401);
+    expect((await guess(b)).status).toBe(401);
+    expect((await guess(a)).status).toBe(401);
+    // The budget is spent, whichever process answers next.
+    expectThrottled(await guess(b));
+    expectThrottled(await guess(a));
+  });
+});

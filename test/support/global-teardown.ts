@@ -19,22 +19,28 @@ export default async function globalTeardown(): Promise<void> {
     await client.end();
   }
   const prefix = process.env.DATA_PLANE_NAME_PREFIX;
-  if (prefix && process.env.DATA_PLANE_URL && !process.env.KEEP_TEST_DATA) {
-    const dp = new Client({ connectionString: process.env.DATA_PLANE_URL });
-    await dp.connect();
-    const like = `${prefix.replace(/_/g, '\\_')}%`;
-    const dbs = await dp.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [like]);
-    for (const { datname } of dbs.rows)
-      await dp.query(`DROP DATABASE IF EXISTS ${dp.escapeIdentifier(datname)} WITH (FORCE)`);
-    const members = await dp.query<{ rolname: string }>(
-      `SELECT DISTINCT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member
-         JOIN pg_roles o ON o.oid = m.roleid WHERE o.rolname LIKE $1`,
-      [like],
-    );
-    const owners = await dp.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname LIKE $1', [like]);
-    for (const { rolname } of [...members.rows, ...owners.rows]) {
-      await dp.query(`DROP ROLE IF EXISTS ${dp.escapeIdentifier(rolname)}`).catch(() => undefined);
-    }
-    await dp.end();
+  if (!prefix || process.env.KEEP_TEST_DATA) return;
+  // The fleet specs also use a second data-plane cluster.
+  for (const dataPlaneUrl of [process.env.DATA_PLANE_URL, process.env.TEST_SECOND_DATA_PLANE_URL]) {
+    if (dataPlaneUrl) await cleanDataPlane(dataPlaneUrl, prefix);
   }
+}
+
+async function cleanDataPlane(dataPlaneUrl: string, prefix: string): Promise<void> {
+  const dp = new Client({ connectionString: dataPlaneUrl });
+  await dp.connect();
+  const like = `${prefix.replace(/_/g, '\\_')}%`;
+  const dbs = await dp.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [like]);
+  for (const { datname } of dbs.rows)
+    await dp.query(`DROP DATABASE IF EXISTS ${dp.escapeIdentifier(datname)} WITH (FORCE)`);
+  const members = await dp.query<{ rolname: string }>(
+    `SELECT DISTINCT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member
+         JOIN pg_roles o ON o.oid = m.roleid WHERE o.rolname LIKE $1`,
+    [like],
+  );
+  const owners = await dp.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolname LIKE $1', [like]);
+  for (const { rolname } of [...members.rows, ...owners.rows]) {
+    await dp.query(`DROP ROLE IF EXISTS ${dp.escapeIdentifier(rolname)}`).catch(() => undefined);
+  }
+  await dp.end();
 }

@@ -4,10 +4,12 @@ import { Test } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { AppModule } from '../../src/app.module';
+import { ApiModule } from '../../src/api.module';
 import { configureApp } from '../../src/app.setup';
 import { AccessTokens } from '../../src/auth/access-tokens';
+import { migrateDatabase } from '../../src/database/data-source-options';
 import { DeveloperEntity, DeveloperKind } from '../../src/developers/developer.entity';
 import { Reconciler } from '../../src/queues/reconciler';
 
@@ -19,7 +21,7 @@ export interface TestApp {
 }
 
 /**
- * Boots the whole AppModule, configured as main.ts does, against the run's real PostgreSQL, Redis
+ * Boots the API module (with the queue processors unless WORKERS=off), configured as main.ts does, against the run's real PostgreSQL, Redis
  * and data plane. Each app gets its own queue prefix so specs never take each other's jobs.
  */
 export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
@@ -43,7 +45,9 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   Object.assign(process.env, overrides);
   let app: NestExpressApplication;
   try {
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [ApiModule.forRoot({ workers: (overrides.WORKERS ?? process.env.WORKERS ?? 'on') !== 'off' })],
+    }).compile();
     app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, bufferLogs: true });
     configureApp(app);
     await app.init();
@@ -62,6 +66,42 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
       await app.close();
     },
   };
+}
+
+/**
+ * An app on a metadata database of its own (created and migrated here, dropped on close). The
+ * data-plane servers are rows of the metadata database, registered from DATA_PLANE_URL[_<REGION>]
+ * by the first app that boots on it: a spec that needs its own servers (an unreachable region, a
+ * second cluster) needs its own metadata database, or it would change every other spec's fleet.
+ */
+export async function createIsolatedTestApp(
+  env: Record<string, string> = {},
+): Promise<TestApp & { metadataUrl: string }> {
+  const url = new URL(process.env.DATABASE_URL!);
+  url.pathname = `${url.pathname}_${randomBytes(4).toString('hex')}`;
+  await migrateDatabase(url.toString());
+  const t = await createTestApp({ ...env, DATABASE_URL: url.toString() });
+  return {
+    ...t,
+    metadataUrl: url.toString(),
+    close: async () => {
+      await t.close();
+      await dropMetadataDatabase(url.toString());
+    },
+  };
+}
+
+export async function dropMetadataDatabase(metadataUrl: string): Promise<void> {
+  const url = new URL(metadataUrl);
+  const name = url.pathname.slice(1);
+  url.pathname = '/postgres';
+  const db = new Client({ connectionString: url.toString() });
+  await db.connect();
+  try {
+    await db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await db.end();
+  }
 }
 
 export function uniqueEmail(label = 'dev'): string {

@@ -12,6 +12,7 @@ import { OAuthClientEntity } from './oauth-client.entity';
 import { OAuthClientsService } from './oauth-clients.service';
 import { RefreshTokenEntity } from './refresh-token.entity';
 import { RefreshTokensService } from './refresh-tokens.service';
+import { RedisThrottlerStorage, RedisThrottlerStorageModule } from './redis-throttler-storage';
 import { TokenEndpointService } from './token-endpoint.service';
 import { TokenController } from './token.controller';
 import { WellKnownController } from './well-known.controller';
@@ -22,9 +23,12 @@ import { WellKnownController } from './well-known.controller';
     TypeOrmModule.forFeature([OAuthClientEntity, AuthorizationCodeEntity, RefreshTokenEntity]),
     DevelopersModule,
     ThrottlerModule.forRootAsync({
-      inject: [AppConfig],
-      useFactory: (config: AppConfig) => ({
+      imports: [RedisThrottlerStorageModule],
+      inject: [AppConfig, RedisThrottlerStorage],
+      useFactory: (config: AppConfig, storage: RedisThrottlerStorage) => ({
         throttlers: [{ ttl: 60_000, limit: config.env.RATE_LIMIT_AUTH_PER_MINUTE }],
+        // Shared by every API process (see RedisThrottlerStorage).
+        storage,
       }),
     }),
   ],

@@ -1,0 +1,77 @@
+import { Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
+import type { ThrottlerStorageRecord } from '@nestjs/throttler/dist/throttler-storage-record.interface';
+import Redis from 'ioredis';
+import { AppConfig } from '../../config/app-config';
+
+/**
+ * One hit in a fixed window: the counter and its remaining lifetime (ms). The window starts with
+ * the first hit (PEXPIRE only when the key is new), so it is atomic across every API process.
+ */
+const HIT = `
+local hits = redis.call('INCR', KEYS[1])
+if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+return {hits, ttl}`;
+
+/**
+ * The auth rate limits (login form, token endpoint, join page) counted in Redis, shared by every
+ * API process, under the deployment's QUEUE_PREFIX. A maintained package for this
+ * (@nest-lab/throttler-storage-redis 1.2) declares NestJS up to 11 only, so this is a few lines of
+ * our own. If Redis does not answer within a second, the limit is counted in this process's memory
+ * instead (logged): logins keep working during a Redis outage and stay limited per process.
+ */
+@Injectable()
+export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShutdown {
+  private readonly logger = new Logger(RedisThrottlerStorage.name);
+  private readonly redis: Redis;
+  private readonly fallback = new ThrottlerStorageService();
+  private readonly prefix: string;
+
+  constructor(config: AppConfig) {
+    this.prefix = `${config.env.QUEUE_PREFIX}:throttle:`;
+    this.redis = new Redis(config.env.REDIS_URL, {
+      maxRetriesPerRequest: 1,
+      // Commands wait for the connection (at boot), but never longer than this.
+      commandTimeout: 1000,
+      lazyConnect: false,
+    });
+    this.redis.on('error', () => undefined); // a failed command says what went wrong
+  }
+
+  async increment(
+    key: string,
+    ttl: number,
+    limit: number,
+    blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord> {
+    try {
+      const [hits, remainingMs] = (await this.redis.eval(
+        HIT,
+        1,
+        `${this.prefix}${throttlerName}:${key}`,
+        String(Math.max(ttl, blockDuration)),
+      )) as [number, number];
+      const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
+      const isBlocked = hits > limit;
+      return { totalHits: hits, timeToExpire: seconds, isBlocked, timeToBlockExpire: isBlocked ? seconds : 0 };
+    } catch (err) {
+      this.logger.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'rate limit counted in this process only: Redis did not answer',
+      );
+      return this.fallback.increment(key, ttl, limit, blockDuration, throttlerName);
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.fallback.onApplicationShutdown();
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+/** Provides the storage as a provider, so the application closes its Redis connection on shutdown. */
+@Module({ providers: [RedisThrottlerStorage], exports: [RedisThrottlerStorage] })
+export class RedisThrottlerStorageModule {}

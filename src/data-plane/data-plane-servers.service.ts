@@ -1,0 +1,236 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
+import { SecretBox } from '../common/crypto/secret-box';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { AppConfig } from '../config/app-config';
+import { CREATABLE_REGIONS, REGIONS, type Region } from '../config/regions';
+import { DataPlaneServerEntity, DataPlaneServerState } from './data-plane-server.entity';
+
+/** What everyone may know about a server: never its admin URL. */
+export interface DataPlaneServerView {
+  id: string;
+  region: Region;
+  publicHost: string;
+  maxDatabases: number;
+  state: DataPlaneServerState;
+  created: Date;
+  updated: Date;
+}
+
+/** Where the data plane connects for a server: its admin URL, opened from the sealed column. */
+export interface DataPlaneTarget {
+  id: string;
+  region: Region;
+  url: string;
+}
+
+/** How long the directory (states, public hosts) may be reused before it is read again. */
+const DIRECTORY_TTL_MS = 2000;
+const REGISTRATION_LOCK = 'data-plane-servers:register';
+
+/** `host:port` of a URL, with PostgreSQL's default port when it names none. */
+export function hostWithPort(host: string): string {
+  return /:\d+$/.test(host) ? host : `${host}:5432`;
+}
+
+/**
+ * The registry of data-plane servers (the `data_plane_servers` rows). Answers where a server is
+ * (its opened admin URL, cached: it never changes once registered) and what the fleet looks like
+ * (a directory of states and public hosts, re-read every couple of seconds, so a drain or a server
+ * added by an operator command in another process is seen promptly).
+ */
+@Injectable()
+export class DataPlaneServers implements OnModuleInit {
+  private readonly logger = new Logger(DataPlaneServers.name);
+  private readonly targets = new Map<string, DataPlaneTarget>();
+  private cached?: { at: number; servers: Promise<DataPlaneServerView[]> };
+  private registered?: Promise<void>;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(DataPlaneServerEntity) private readonly servers: Repository<DataPlaneServerEntity>,
+    private readonly config: AppConfig,
+    private readonly box: SecretBox,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.registerFromEnvironment();
+  }
+
+  /**
+   * Backward compatibility: a creatable region without any server gets one from
+   * DATA_PLANE_URL_<REGION> (else DATA_PLANE_URL), with DATA_PLANE_PUBLIC_HOST[_<REGION>] and
+   * DATA_PLANE_MAX_DATABASES. Replicas booting together take turns (a transaction-level advisory
+   * lock), so a region gets exactly one. Once a region has a server, the environment is not read
+   * for it again: the registry is the truth.
+   */
+  registerFromEnvironment(): Promise<void> {
+    this.registered ??= this.dataSource
+      .transaction(async (manager) => {
+        await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [REGISTRATION_LOCK]);
+        const repo = manager.getRepository(DataPlaneServerEntity);
+        for (const region of CREATABLE_REGIONS) {
+          if (await repo.existsBy({ region })) continue;
+          const url = this.config.dataPlaneUrl(region);
+          const saved = await this.insert(manager, {
+            region,
+            url,
+            publicHost: this.configuredPublicHost(region) ?? new URL(url).host,
+            maxDatabases: this.config.env.DATA_PLANE_MAX_DATABASES,
+          });
+          this.logger.log({ region, serverId: saved.id }, 'data-plane server registered from the environment');
+        }
+      })
+      .finally(() => (this.cached = undefined));
+    return this.registered;
+  }
+
+  /** Every server, oldest first (cached for a couple of seconds; `fresh` reads now). */
+  async directory(fresh = false): Promise<DataPlaneServerView[]> {
+    if (fresh || !this.cached || Date.now() - this.cached.at > DIRECTORY_TTL_MS) {
+      const servers = this.servers.find({ order: { created: 'ASC', id: 'ASC' } }).then((rows) => rows.map(viewOf));
+      this.cached = { at: Date.now(), servers };
+      servers.catch(() => (this.cached = undefined));
+    }
+    return this.cached.servers;
+  }
+
+  /** One server as the directory knows it; read again when it is not (yet) there. */
+  async view(id: string): Promise<DataPlaneServerView | undefined> {
+    return (await this.directory()).find((s) => s.id === id) ?? (await this.directory(true)).find((s) => s.id === id);
+  }
+
+  /** The public host of a server, from the directory. */
+  async publicHost(id: string): Promise<string | undefined> {
+    return (await this.view(id))?.publicHost;
+  }
+
+  /** Where to connect for a server (its admin URL is opened once per process). */
+  async target(id: string): Promise<DataPlaneTarget> {
+    const known = this.targets.get(id);
+    if (known) return known;
+    const row = await this.servers
+      .createQueryBuilder('s')
+      .addSelect('s.adminUrlCiphertext')
+      .where('s.id = :id', { id })
+      .getOne();
+    if (!row) throw new Error(`no data-plane server ${id}`);
+    const target = { id: row.id, region: row.region, url: this.box.open(row.adminUrlCiphertext) };
+    this.targets.set(id, target);
+    return target;
+  }
+
+  /**
+   * The region's servers that take new databases, read now through the caller's transaction (a
+   * placement must not wait for a second metadata connection while it holds one).
+   */
+  async activeWithin(manager: EntityManager, region: Region): Promise<DataPlaneServerView[]> {
+    const rows = await manager.getRepository(DataPlaneServerEntity).find({
+      where: { region, state: DataPlaneServerState.Active },
+      order: { created: 'ASC', id: 'ASC' },
+    });
+    return rows.map(viewOf);
+  }
+
+  /** The region's servers that take new databases. */
+  async activeIn(region: Region, fresh = false): Promise<DataPlaneServerView[]> {
+    return (await this.directory(fresh)).filter((s) => s.region === region && s.state === DataPlaneServerState.Active);
+  }
+
+  /**
+   * Registers a server (the caller has checked that it answers and grants what the data plane
+   * needs). Returns it without its URL.
+   */
+  async add(input: {
+    region: Region;
+    url: string;
+    publicHost?: string;
+    maxDatabases?: number;
+  }): Promise<DataPlaneServerView> {
+    if (!(input.region in REGIONS)) throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
+    const saved = await this.dataSource.transaction((manager) =>
+      this.insert(manager, {
+        region: input.region,
+        url: input.url,
+        publicHost: input.publicHost ?? new URL(input.url).host,
+        maxDatabases: input.maxDatabases ?? this.config.env.DATA_PLANE_MAX_DATABASES,
+      }),
+    );
+    this.cached = undefined;
+    return viewOf(saved);
+  }
+
+  /** Changes whether the server takes new databases. */
+  async setState(id: string, state: DataPlaneServerState): Promise<DataPlaneServerView> {
+    const row = await this.servers.findOneBy({ id });
+    if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+    if (row.state !== state) {
+      await this.servers.update({ id }, { state });
+      row.state = state;
+    }
+    this.cached = undefined;
+    return viewOf((await this.servers.findOneBy({ id })) ?? row);
+  }
+
+  /**
+   * Removes a server, refused while `inUse` (asked with the server row locked, so a placement that
+   * chose it has committed first and none can choose it meanwhile) counts anything living on it.
+   */
+  async remove(id: string, inUse: (manager: EntityManager) => Promise<number>): Promise<DataPlaneServerView> {
+    const removed = await this.dataSource.transaction(async (manager) => {
+      const row = await manager
+        .getRepository(DataPlaneServerEntity)
+        .createQueryBuilder('s')
+        .setLock('pessimistic_write')
+        .where('s.id = :id', { id })
+        .getOne();
+      if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+      const living = await inUse(manager);
+      if (living > 0) {
+        throw new ApiException(
+          ErrorCode.DbStatusFailure,
+          `Data-plane server ${id} still holds ${living} database(s); it can be removed once none live on it (drain it and delete them first)`,
+        );
+      }
+      await manager.delete(DataPlaneServerEntity, { id });
+      return row;
+    });
+    this.cached = undefined;
+    this.targets.delete(id);
+    return viewOf(removed);
+  }
+
+  private configuredPublicHost(region: Region): string | undefined {
+    return this.config.env[`DATA_PLANE_PUBLIC_HOST_${region}`] || this.config.env.DATA_PLANE_PUBLIC_HOST || undefined;
+  }
+
+  private insert(
+    manager: EntityManager,
+    input: { region: Region; url: string; publicHost: string; maxDatabases: number },
+  ): Promise<DataPlaneServerEntity> {
+    const repo = manager.getRepository(DataPlaneServerEntity);
+    return repo.save(
+      repo.create({
+        region: input.region,
+        adminUrlCiphertext: this.box.seal(input.url),
+        publicHost: hostWithPort(input.publicHost),
+        maxDatabases: input.maxDatabases,
+        state: DataPlaneServerState.Active,
+      }),
+    );
+  }
+}
+
+function viewOf(row: DataPlaneServerEntity): DataPlaneServerView {
+  return {
+    id: row.id,
+    region: row.region,
+    publicHost: row.publicHost,
+    maxDatabases: row.maxDatabases,
+    state: row.state,
+    created: row.created,
+    updated: row.updated,
+  };
+}

@@ -1,0 +1,401 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
+import { DatabaseEntity } from '../../src/databases/database.entity';
+import { DatabasesService } from '../../src/databases/databases.service';
+import { MIGRATIONS } from '../../src/migrations';
+import { WorkspaceEntity } from '../../src/workspaces/workspace.entity';
+import { Auth, createWorkspace, databaseRow, queryAs, serverIdOf, unique, waitForStatus } from '../databases/support';
+import { runCli } from '../identity/identity-support';
+import {
+  createDeveloperWithToken,
+  createIsolatedTestApp,
+  createTestApp,
+  dropMetadataDatabase,
+  eventually,
+  reconcile,
+  TestApp,
+} from '../support/test-app';
+
+const REGION = 'AWS_US_WEST_2';
+const FIRST_URL = () => process.env.DATA_PLANE_URL!;
+const SECOND_URL = () => {
+  const url = process.env.TEST_SECOND_DATA_PLANE_URL;
+  if (!url) throw new Error('TEST_SECOND_DATA_PLANE_URL is not set: run the tests with `npm test`');
+  return url;
+};
+
+/** Runs `work` with an admin session on one data-plane cluster. */
+async function onServer<T>(url: string, work: (db: Client) => Promise<T>): Promise<T> {
+  const db = new Client({ connectionString: url });
+  await db.connect();
+  try {
+    return await work(db);
+  } finally {
+    await db.end();
+  }
+}
+
+const databaseExistsOn = (url: string, physical: string) =>
+  onServer(
+    url,
+    async (db) => (await db.query('SELECT 1 FROM pg_database WHERE datname = $1', [physical])).rowCount === 1,
+  );
+
+/** The credential-looking members of a database's owner role on a cluster. */
+const credentialRolesOn = (url: string, physical: string) =>
+  onServer(url, async (db) => {
+    const { rows } = await db.query<{ rolname: string }>(
+      `SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member
+         JOIN pg_roles o ON o.oid = m.roleid WHERE o.rolname = $1 ORDER BY 1`,
+      [`${physical}_owner`],
+    );
+    return rows.map((r) => r.rolname);
+  });
+
+describe('a fleet: two password-checking data-plane servers in one region', () => {
+  let t: TestApp & { metadataUrl: string };
+  let auth: Auth;
+  let slug: string;
+  let first: string;
+  let second: string;
+  let added: Awaited<ReturnType<typeof runCli>>;
+  const cli = (args: string[]) => runCli(args, { DATABASE_URL: t.metadataUrl });
+  const path = (name = '') => `/workspaces/${slug}/databases${name ? `/${name}` : ''}`;
+  const serverOfDatabase = async (id: string) =>
+    (await t.dataSource.query<{ server_id: string }[]>('SELECT server_id FROM databases WHERE id = $1', [id]))[0]
+      .server_id;
+
+  async function create(name = `fleet_${unique()}`) {
+    const res = await t.http.post(path()).set(auth).send({ databaseName: name, region: REGION });
+    return res;
+  }
+
+  beforeAll(async () => {
+    t = await createIsolatedTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATABASE_DELETION_GRACE_SECONDS: '3600',
+      DATA_PLANE_CONNECT_TIMEOUT_MS: '2000',
+      DATA_PLANE_LOCK_TIMEOUT_MS: '1000',
+      DATA_PLANE_STATEMENT_TIMEOUT_MS: '10000',
+    });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+    first = await serverIdOf(t, REGION);
+    await t.dataSource.query('UPDATE data_plane_servers SET max_databases = 4 WHERE id = $1', [first]);
+    added = await cli(['server:add', '--region', REGION, '--url', SECOND_URL(), '--max-databases', '2']);
+    second = (added.json as { id: string } | undefined)?.id ?? '';
+  }, 120000);
+  afterAll(() => t.close());
+
+  it('server:add checks the server, saves it with its URL sealed and prints it without the URL', async () => {
+    expect({ code: added.code, stderr: added.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(added.json).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      region: REGION,
+      publicHost: new URL(SECOND_URL()).host,
+      maxDatabases: 2,
+      state: 'ACTIVE',
+      created: expect.any(String),
+      updated: expect.any(String),
+    });
+    const password = decodeURIComponent(new URL(SECOND_URL()).password);
+    expect(added.stdout).not.toContain(password);
+    const [row] = await t.dataSource.query<{ admin_url_ciphertext: string }[]>(
+      'SELECT admin_url_ciphertext FROM data_plane_servers WHERE id = $1',
+      [second],
+    );
+    expect(row.admin_url_ciphertext).not.toContain(password);
+    expect(row.admin_url_ciphertext).not.toContain('5434');
+
+    const refused = new URL(SECOND_URL());
+    refused.password = 'not-the-password';
+    const bad = await cli(['server:add', '--region', REGION, '--url', refused.toString()]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/cannot serve as a data-plane server: password authentication failed/);
+    expect(bad.stderr).not.toContain('not-the-password');
+    expect(await t.dataSource.query('SELECT id FROM data_plane_servers WHERE region = $1', [REGION])).toHaveLength(2);
+  });
+
+  it('places each new database on the ACTIVE server with the most room, ties to the one with fewer databases', async () => {
+    // first: room for 4, second: room for 2.
+    const placed: string[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      const res = await create();
+      expect(res.status).toBe(201);
+      expect(res.body.expandable).toBe(true);
+      placed.push(await serverOfDatabase(res.body.id));
+      const ready = await waitForStatus(t, auth, slug, res.body.name, 'READY');
+      const physical = (await databaseRow(t, res.body.id)).physical_name;
+      const url = placed[i] === first ? FIRST_URL() : SECOND_URL();
+      expect(ready.dbHost).toBe(`postgres://${new URL(url).host}/${physical}`);
+      expect(await databaseExistsOn(url, physical)).toBe(true);
+      expect(await databaseExistsOn(url === FIRST_URL() ? SECOND_URL() : FIRST_URL(), physical)).toBe(false);
+    }
+    expect(placed).toEqual([first, first, second, first]);
+
+    const list = await cli(['server:list']);
+    expect(list.code).toBe(0);
+    const servers = list.json as unknown as {
+      id: string;
+      region: string;
+      state: string;
+      maxDatabases: number;
+      databases: number;
+    }[];
+    expect(
+      servers
+        .filter((s) => s.region === REGION)
+        .map((s) => ({ id: s.id, state: s.state, maxDatabases: s.maxDatabases, databases: s.databases })),
+    ).toEqual([
+      { id: first, state: 'ACTIVE', maxDatabases: 4, databases: 3 },
+      { id: second, state: 'ACTIVE', maxDatabases: 2, databases: 1 },
+    ]);
+    expect(list.stdout).not.toContain('postgres://');
+  });
+
+  it('a drained server takes no new databases but keeps serving its own; a full region answers 503', async () => {
+    const onFirst = (
+      await t.dataSource.query<{ name: string }[]>(
+        'SELECT name FROM databases WHERE server_id = $1 AND deleted IS NULL ORDER BY created LIMIT 1',
+        [first],
+      )
+    )[0].name;
+    const drained = await cli(['server:drain', '--id', first]);
+    expect(drained.code).toBe(0);
+    expect(drained.json).toMatchObject({ id: first, state: 'DRAINING' });
+
+    const res = await create();
+    expect(res.status).toBe(201);
+    expect(await serverOfDatabase(res.body.id)).toBe(second);
+
+    // first drains, second is full (2 of 2).
+    const name = `full_${unique()}`;
+    const full = await create(name);
+    expect(full.status).toBe(503);
+    expect(full.headers['retry-after']).toBe('5');
+    expect(full.body).toEqual({
+      errorCode: 'db_creation_failure',
+      message: `No data-plane server of region ${REGION} has room for another database; retry later`,
+      statusCode: 503,
+    });
+    expect(await t.dataSource.query('SELECT id FROM databases WHERE name = $1', [name])).toEqual([]);
+
+    // The drained server's databases keep working: a new credential there logs in.
+    const db = (await t.http.get(path(onFirst)).set(auth).expect(200)).body as { name: string; dbHost: string };
+    const cred = (
+      await t.http
+        .post(`${path(onFirst)}/credentials`)
+        .set(auth)
+        .expect(200)
+    ).body as {
+      id: string;
+      password: string;
+    };
+    await expect(queryAs(db.dbHost, cred.id, cred.password, 'SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+
+    expect((await cli(['server:activate', '--id', first])).json).toMatchObject({ id: first, state: 'ACTIVE' });
+    const again = await create();
+    expect(again.status).toBe(201);
+    expect(await serverOfDatabase(again.body.id)).toBe(first);
+  });
+
+  it('server:remove is refused while databases live on the server', async () => {
+    const refused = await cli(['server:remove', '--id', second]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/still holds 2 database\(s\)/);
+    expect(await t.dataSource.query('SELECT id FROM data_plane_servers WHERE id = $1', [second])).toHaveLength(1);
+    const unknown = await cli(['server:remove', '--id', randomUUID()]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No data-plane server/);
+  });
+
+  it('a stalled server costs only the requests that need it: 503 within the timeouts, others unaffected, nothing orphaned', async () => {
+    const on = async (server: string) =>
+      (
+        await t.dataSource.query<{ id: string; name: string; physical_name: string }[]>(
+          `SELECT id, name, physical_name FROM databases
+            WHERE server_id = $1 AND deleted IS NULL AND status = 'READY' ORDER BY created LIMIT 1`,
+          [server],
+        )
+      )[0];
+    const stalledDb = await on(second);
+    const healthyDb = await on(first);
+    expect(stalledDb).toBeDefined();
+    expect(healthyDb).toBeDefined();
+    // Warm the directory and the first server's pool, as a running service has them.
+    await t.http
+      .post(`${path(healthyDb.name)}/credentials`)
+      .set(auth)
+      .expect(200);
+
+    // A catalog lock held on the second server: logins there hang, role changes wait.
+    const stall = new Client({ connectionString: SECOND_URL() });
+    await stall.connect();
+    await stall.query('BEGIN');
+    await stall.query('LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE');
+    let released = false;
+    const release = async () => {
+      if (released) return;
+      released = true;
+      await stall.query('ROLLBACK');
+      await stall.end();
+    };
+    try {
+      const timed = async <T>(work: () => Promise<T>) => {
+        const start = Date.now();
+        const result = await work();
+        return { result, ms: Date.now() - start };
+      };
+      const stalled = Array.from({ length: 6 }, () =>
+        timed(() => t.http.post(`${path(stalledDb.name)}/credentials`).set(auth)),
+      );
+      // Let the stalled creates get going first.
+      await new Promise((r) => setTimeout(r, 300));
+      const others = [
+        ...Array.from({ length: 10 }, () => timed(() => t.http.get(path(healthyDb.name)).set(auth))),
+        ...Array.from({ length: 5 }, () => timed(() => t.http.get('/developers/me').set(auth))),
+        ...Array.from({ length: 5 }, () => timed(() => t.http.post(`${path(healthyDb.name)}/credentials`).set(auth))),
+      ];
+      const done = await Promise.all(others);
+      expect(done.map((d) => d.result.status)).toEqual(Array(20).fill(200));
+      // Normal latency: none of them waited for the stalled server's timeouts.
+      expect(Math.max(...done.map((d) => d.ms))).toBeLessThan(2000);
+
+      for (const { result, ms } of await Promise.all(stalled)) {
+        expect(result.status).toBe(503);
+        expect(result.headers['retry-after']).toBe('5');
+        expect(result.body).toEqual({
+          errorCode: 'credential_creation_failure',
+          message: expect.stringContaining(`region ${REGION}`),
+          statusCode: 503,
+        });
+        // Connect timeout (2 s) plus the request's own work.
+        expect(ms).toBeLessThan(6000);
+      }
+      expect((await t.http.get('/health').expect(200)).body.status).toBe('ok');
+      const readiness = (await t.http.get('/health/data-plane').expect(200)).body as {
+        servers: { id: string; region: string; up: boolean }[];
+      };
+      expect(readiness.servers.filter((s) => s.region === REGION).map((s) => ({ id: s.id, up: s.up }))).toEqual([
+        { id: first, up: true },
+        { id: second, up: false },
+      ]);
+      // Nobody holds a password of a half-made credential.
+      expect(
+        (
+          await t.http
+            .get(`${path(stalledDb.name)}/credentials`)
+            .set(auth)
+            .expect(200)
+        ).body,
+      ).toEqual([]);
+    } finally {
+      await release();
+    }
+
+    // Once the server answers again, everything owed completes and nothing is left behind.
+    await reconcile(t.app);
+    await eventually(async () => {
+      const open = await t.dataSource.query('SELECT id FROM credentials WHERE database_id = $1 AND dropped IS NULL', [
+        stalledDb.id,
+      ]);
+      return open.length === 0;
+    }, 30000);
+    expect(await credentialRolesOn(SECOND_URL(), stalledDb.physical_name)).toEqual([]);
+    const cred = (
+      await t.http
+        .post(`${path(stalledDb.name)}/credentials`)
+        .set(auth)
+        .expect(200)
+    ).body as {
+      id: string;
+    };
+    expect(await credentialRolesOn(SECOND_URL(), stalledDb.physical_name)).toEqual([cred.id]);
+    await eventually(async () => {
+      const body = (await t.http.get('/health/data-plane').expect(200)).body as { servers: { up: boolean }[] };
+      return body.servers.every((s) => s.up);
+    }, 10000);
+  }, 120000);
+});
+
+describe('an install from before the fleet', () => {
+  let url: string;
+  afterAll(() => dropMetadataDatabase(url));
+
+  it('comes up with its regions’ servers registered from the environment and every database attached', async () => {
+    const base = new URL(process.env.DATABASE_URL!);
+    base.pathname = `${base.pathname}_upgrade_${unique()}`;
+    url = base.toString();
+    // The metadata database as the previous release left it, with databases in it.
+    await ensureDatabaseExists(url);
+    const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, -1) });
+    await previous.initialize();
+    await previous.runMigrations({ transaction: 'each' });
+    const workspaceId = randomUUID();
+    await previous.query(`INSERT INTO workspaces (id, name, slug) VALUES ($1, 'Old', $2)`, [
+      workspaceId,
+      `old-${unique()}`,
+    ]);
+    const prefix = process.env.DATA_PLANE_NAME_PREFIX!;
+    const rows = [
+      { id: randomUUID(), region: 'AWS_US_WEST_2', status: 'READY' },
+      { id: randomUUID(), region: 'AWS_EU_CENTRAL_1', status: 'READY' },
+      { id: randomUUID(), region: 'AWS_US_WEST_2', status: 'REQUESTED' },
+    ];
+    for (const r of rows) {
+      await previous.query(
+        `INSERT INTO databases (id, workspace_id, name, region, status, physical_name)
+         VALUES ($1, $2, $3, $4, $5, $6)`,
+        [r.id, workspaceId, `old_${unique()}`, r.region, r.status, `${prefix}old${r.id.replace(/-/g, '')}`],
+      );
+    }
+    const pooledId = randomUUID();
+    await previous.query(
+      `INSERT INTO pooled_databases (id, region, physical_name, ready) VALUES ($1, 'AWS_EU_CENTRAL_1', $2, true)`,
+      [pooledId, `${prefix}oldpool${pooledId.replace(/-/g, '')}`],
+    );
+    await previous.destroy();
+
+    // The upgrade: migrations, then the first boot.
+    await migrateDatabase(url);
+    let t: TestApp | undefined = await createTestApp({
+      DATABASE_URL: url,
+      DATABASE_POOL_TARGET: '0',
+      DATA_PLANE_PUBLIC_HOST_AWS_EU_CENTRAL_1: 'eu.db.example:6432',
+    });
+    try {
+      const servers = await t.dataSource.query<{ id: string; region: string; public_host: string; state: string }[]>(
+        'SELECT id, region, public_host, state FROM data_plane_servers ORDER BY region',
+      );
+      expect(servers).toEqual([
+        { id: expect.any(String), region: 'AWS_EU_CENTRAL_1', public_host: 'eu.db.example:6432', state: 'ACTIVE' },
+        { id: expect.any(String), region: 'AWS_US_WEST_2', public_host: new URL(FIRST_URL()).host, state: 'ACTIVE' },
+      ]);
+      const serverOf = Object.fromEntries(servers.map((s) => [s.region, s.id]));
+      const attached = await t.dataSource.query<{ id: string; server_id: string }[]>(
+        'SELECT id, server_id FROM databases ORDER BY id',
+      );
+      expect(attached).toEqual(
+        rows.map((r) => ({ id: r.id, server_id: serverOf[r.region] })).sort((a, b) => a.id.localeCompare(b.id)),
+      );
+      expect(await t.dataSource.query('SELECT server_id FROM pooled_databases WHERE id = $1', [pooledId])).toEqual([
+        { server_id: serverOf.AWS_EU_CENTRAL_1 },
+      ]);
+      // dbHost comes from the database's server.
+      const eu = await t.dataSource.getRepository(DatabaseEntity).findOneByOrFail({ id: rows[1].id });
+      const workspace = await t.dataSource.getRepository(WorkspaceEntity).findOneByOrFail({ id: workspaceId });
+      expect((await t.app.get(DatabasesService).describe(eu, workspace)).dbHost).toBe(
+        `postgres://eu.db.example:6432/${eu.physicalName}`,
+      );
+      await t.close();
+      t = undefined;
+      // A second boot registers nothing more.
+      t = await createTestApp({ DATABASE_URL: url, DATABASE_POOL_TARGET: '0' });
+      expect(await t.dataSource.query('SELECT id FROM data_plane_servers')).toHaveLength(2);
+    } finally {
+      await t?.close();
+    }
+  }, 120000);
+});
