@@ -351,6 +351,12 @@ export class CredentialsService implements OnModuleInit {
     try {
       await this.dataPlane.createLoginRole(serverOf(database), database.physicalName, id, verifier);
     } catch (err) {
+      if (await this.finalizationDue(databaseId)) {
+        // Deleted and being finalized meanwhile: the create comes second, as if serial. The role
+        // cannot exist (its creation is one transaction that failed), so the intent goes too.
+        await this.credentials.delete({ id, pending: true });
+        throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+      }
       this.logger.error(
         { errorCode: ErrorCode.CredentialCreationFailure, databaseId, credentialId: id, err: messageOf(err) },
         'credential role could not be created; its intent is abandoned',
@@ -388,6 +394,13 @@ export class CredentialsService implements OnModuleInit {
    * Gives up a pending credential: it expires now, so the expiry job (enqueued here) or the sweep
    * drops its role if one was made, and marks it dropped. Never throws (the sweep also finds it).
    */
+  /** Whether the database is finalized, or deleted with its finalization due (it may be under way). */
+  private async finalizationDue(databaseId: string): Promise<boolean> {
+    const row = await this.databases.findRow(databaseId);
+    if (!row || row.finalized) return true;
+    return !!row.deleted && (!row.deletionDueAt || row.deletionDueAt.getTime() <= Date.now());
+  }
+
   private async abandon(database: DatabaseEntity, credentialId: string): Promise<void> {
     try {
       const at = new Date();

@@ -365,6 +365,11 @@ export class DatabasesService {
     }
   }
 
+  /** The database row by id, whatever its state; null when there is none. */
+  findRow(id: string): Promise<DatabaseEntity | null> {
+    return this.databases.findOneBy({ id });
+  }
+
   /** Locks the database row for the rest of the caller's transaction (serializes work on one database). */
   lock(
     manager: EntityManager,

@@ -1,6 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiOkResponse, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/public.decorator';
+import { ApiErrorResponse } from '../common/http/api-errors.decorator';
 import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
 import { DataPlaneServers } from '../data-plane/data-plane-servers.service';
 import { DataPlane } from '../data-plane/data-plane.service';
@@ -44,7 +45,13 @@ export class DataPlaneReadinessController {
 
   @Public()
   @Get('data-plane')
+  @ApiOperation({
+    summary: 'Readiness detail of the data plane: each server up or down',
+    description:
+      'Always 200 while the metadata database answers, whatever the servers: one server down is not the service down. Names no host, URL or database.',
+  })
   @ApiOkResponse({ type: DataPlaneReadiness, description: 'Each data-plane server, up or down' })
+  @ApiServiceUnavailableResponse({ type: ApiErrorResponse, description: 'The metadata database does not answer' })
   check(): Promise<DataPlaneReadiness> {
     if (!this.last || Date.now() - this.last.at > CACHE_MS) {
       const result = this.probe();

@@ -21,6 +21,8 @@ import { DatabaseClaimEntity } from './database-claim.entity';
 import { ProvisionedDatabaseResponse } from './provisioned-database.response';
 
 const HOUR_MS = 3600 * 1000;
+/** How long a provision request waits for its database to be built when no pooled one was at hand. */
+const BUILD_WAIT_MS = 30_000;
 
 function hashCode(code: string): string {
   return createHash('sha256').update(code).digest('hex');
@@ -65,19 +67,15 @@ export class InstantDatabasesService implements OnModuleInit {
       { withinPlan: false },
     );
     await this.claims.update({ id: claim.id }, { databaseId: created.id });
-    // Without a pooled database at hand, build it now (the job that was enqueued finds it done).
-    if (created.status !== DatabaseStatus.Ready) {
-      try {
-        await this.lifecycle.provision(created.id);
-      } catch (err) {
-        await this.databases.deleteNowIfIn(created.id, holder.id);
-        this.logger.error({ databaseId: created.id, err: messageOf(err) }, 'instant database could not be built');
-        throw new ApiException(
-          ErrorCode.DbCreationFailure,
-          `The database could not be built on a server of region ${created.region}; retry later`,
-          { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
-        );
-      }
+    // Without a pooled database at hand, build it now (the job that was enqueued finds it done, or
+    // is building it: a run that finds the build under way leaves it to the holder, so wait).
+    if (created.status !== DatabaseStatus.Ready && !(await this.buildNow(created.id))) {
+      await this.databases.deleteNowIfIn(created.id, holder.id);
+      throw new ApiException(
+        ErrorCode.DbCreationFailure,
+        `The database could not be built on a server of region ${created.region}; retry later`,
+        { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
+      );
     }
     const credential = await this.credentials.create(holder, name, null);
     const host = credential.database.dbHost!.replace(/^postgres:\/\//, '');
@@ -121,6 +119,22 @@ export class InstantDatabasesService implements OnModuleInit {
       return database;
     });
     return this.databases.describe(moved, workspace);
+  }
+
+  /** Builds the database in this request; whether it is READY within BUILD_WAIT_MS. */
+  private async buildNow(databaseId: string): Promise<boolean> {
+    const deadline = Date.now() + BUILD_WAIT_MS;
+    for (;;) {
+      try {
+        await this.lifecycle.provision(databaseId);
+      } catch (err) {
+        this.logger.error({ databaseId, err: messageOf(err) }, 'instant database could not be built');
+        return false;
+      }
+      if ((await this.databases.findRow(databaseId))?.status === DatabaseStatus.Ready) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 
   /** Drops (queues for finalization now) every unclaimed instant database whose code has expired. */

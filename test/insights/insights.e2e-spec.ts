@@ -6,8 +6,16 @@ import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
 import { sampleServerJobId } from '../../src/insights/telemetry-jobs';
 import { ServerToSample, TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
-import { Auth, connectAs, createReadyDatabase, createWorkspace, DatabaseBody, databaseRow } from '../databases/support';
-import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
+import {
+  Auth,
+  connectAs,
+  createReadyDatabase,
+  createWorkspace,
+  DatabaseBody,
+  databaseRow,
+  serverIdOf,
+} from '../databases/support';
+import { createDeveloperWithToken, createIsolatedTestApp, createTestApp, TestApp } from '../support/test-app';
 import published from './published-schemas.json';
 
 /**
@@ -322,7 +330,8 @@ describe('database insights (sampled from the real data plane)', () => {
 
   it('query performance is 502 when pg_stat_statements is not loaded on the server', async () => {
     // The metadata cluster (no shared_preload_libraries) serves as a data-plane server without it.
-    const bare = await createTestApp({
+    // Its own metadata database: the EU server it registers must not become other specs' fleet.
+    const bare = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       DATA_PLANE_URL_AWS_EU_CENTRAL_1: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
       DATA_PLANE_LOCK_SHARED_DATABASES: 'false',
@@ -354,7 +363,8 @@ describe('database insights (sampled from the real data plane)', () => {
         .expect(200);
       expect(uptime.body.summary).toEqual({ uptimePercentage: 100, uptimeSeconds: 60, observedSeconds: 60 });
     } finally {
-      if (euPhysical) await bare.app.get(DataPlane).dropDatabase('AWS_EU_CENTRAL_1', euPhysical);
+      if (euPhysical)
+        await bare.app.get(DataPlane).dropDatabase(await serverIdOf(bare, 'AWS_EU_CENTRAL_1'), euPhysical);
       await bare.close();
     }
   }, 60000);
