@@ -523,6 +523,13 @@ async function main() {
       WHERE w.slug = $1 AND NOT c.internal AND NOT c.pending AND c.dropped IS NULL`,
     [slug],
   );
+  // Informational: intents a killed API left pending (the sweep abandons them after 2 minutes).
+  const [{ pending: pendingIntents }] = await sql(
+    meta,
+    `SELECT count(*)::int AS pending FROM credentials c JOIN databases d ON d.id = c.database_id
+       JOIN workspaces w ON w.id = d.workspace_id WHERE w.slug = $1 AND c.pending`,
+    [slug],
+  );
   const rolesOn = await Promise.all(
     clusterUrls.map(
       async (url) =>
@@ -570,7 +577,11 @@ async function main() {
     killed,
     settleSeconds,
     databases: { created: created.size, perServer, problems: databaseProblems, strayRows },
-    credentials: { created: [...credentialCount.values()].reduce((a, b) => a + b, 0), problems: credentialProblems },
+    credentials: {
+      created: [...credentialCount.values()].reduce((a, b) => a + b, 0),
+      problems: credentialProblems,
+      pendingIntentsLeft: pendingIntents,
+    },
     invites: { created: invites.size, emailsReceived: mail.total, problems: mailProblems, unexpectedMail },
     rawFailures: stats.rawFailures,
     retriesFoundAlreadyDone: stats.retriesFoundDone,
