@@ -59,6 +59,15 @@ describe('environment validation', () => {
     expect(problems[0]).toMatch(/^JWT_ISSUER: must be PUBLIC_URL \(http:\/\/127\.0\.0\.1:3900\)/);
   });
 
+  it('reads plan limits as a whole number or unlimited, and names anything else', () => {
+    const env = validateEnvironment({ PLAN_FREE_MAX_DATABASES: '5', PLAN_PRO_MAX_DATABASES: 'Unlimited' });
+    expect([env.PLAN_FREE_MAX_DATABASES, env.PLAN_PRO_MAX_DATABASES]).toEqual([5, 'unlimited']);
+    expect(problemsOf({ PLAN_FREE_MAX_DATABASES: 'many', PLAN_PRO_MAX_CREDENTIALS_PER_DATABASE: '-1' })).toEqual([
+      'PLAN_FREE_MAX_DATABASES: PLAN_FREE_MAX_DATABASES must be a whole number or unlimited; PLAN_FREE_MAX_DATABASES must not be less than 0',
+      'PLAN_PRO_MAX_CREDENTIALS_PER_DATABASE: PLAN_PRO_MAX_CREDENTIALS_PER_DATABASE must not be less than 0',
+    ]);
+  });
+
   it('requires the signing and encryption secrets in production', () => {
     const problems = problemsOf({ NODE_ENV: 'production' });
     expect(problems).toEqual([

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { plainToInstance, Transform } from 'class-transformer';
 import { createPrivateKey } from 'node:crypto';
 import {
@@ -36,6 +37,14 @@ const toLimit = ({ value }: { value: unknown }) => {
   return word === 'unlimited' ? word : word === '' ? undefined : Number(word);
 };
 const isCount = (_: object, value: unknown) => value !== 'unlimited';
+/** A plan limit variable: a whole number from 0, or `unlimited`. */
+const IsPlanLimit = () =>
+  applyDecorators(
+    Transform(toLimit),
+    ValidateIf(isCount),
+    IsInt({ message: '$property must be a whole number or unlimited' }),
+    Min(0),
+  );
 const dbUrl = { protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true };
 
 /**
@@ -337,29 +346,17 @@ export class EnvironmentVariables {
   BODY_LIMIT_BYTES = 100 * 1024;
 
   /** Live (not deleted) databases a workspace on the FREE level may have; a count or `unlimited`. */
-  @Transform(toLimit)
-  @ValidateIf(isCount)
-  @IsInt({ message: '$property must be a whole number or unlimited' })
-  @Min(0)
+  @IsPlanLimit()
   PLAN_FREE_MAX_DATABASES: PlanLimit = 3;
 
-  @Transform(toLimit)
-  @ValidateIf(isCount)
-  @IsInt({ message: '$property must be a whole number or unlimited' })
-  @Min(0)
+  @IsPlanLimit()
   PLAN_PRO_MAX_DATABASES: PlanLimit = 'unlimited';
 
   /** Credentials (not dropped) one database may have on each level. */
-  @Transform(toLimit)
-  @ValidateIf(isCount)
-  @IsInt({ message: '$property must be a whole number or unlimited' })
-  @Min(0)
+  @IsPlanLimit()
   PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: PlanLimit = 10;
 
-  @Transform(toLimit)
-  @ValidateIf(isCount)
-  @IsInt({ message: '$property must be a whole number or unlimited' })
-  @Min(0)
+  @IsPlanLimit()
   PLAN_PRO_MAX_CREDENTIALS_PER_DATABASE: PlanLimit = 'unlimited';
 
   /** Whether `POST /databases/provision` (instant databases without an account) is offered; 404 when off. */

@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient } from 'pg';
+import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
 import { DataPlaneServers, type DataPlaneTarget } from './data-plane-servers.service';
@@ -19,25 +20,13 @@ function codeOf(err: unknown): string | undefined {
   return (err as PgError | null)?.code;
 }
 
-/** Node socket errors: the server could not be reached or the connection broke. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EPIPE',
-  'EAI_AGAIN',
-]);
-
 /**
  * Whether an error means the server is not answering as it should (down, stalled, refusing,
  * overloaded, our timeouts), as opposed to a statement it refused on its merits.
  */
 export function isUnavailability(err: unknown): boolean {
   const code = codeOf(err) ?? '';
-  if (NETWORK_CODES.has(code)) return true;
+  if (NETWORK_ERROR_CODES.has(code)) return true;
   // 08: connection exception, 53: insufficient resources, 57: operator intervention (57014 is
   // statement_timeout), 28: the admin login is refused, 55P03: lock_timeout.
   if (/^(08|53|57|28)/.test(code) || code === '55P03') return true;

@@ -1,10 +1,8 @@
 import { HttpStatus } from '@nestjs/common';
 import { ApiException } from '../common/errors/api-exception';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import type { ErrorCode } from '../common/errors/error-code';
 import { DataPlaneError } from './data-plane.service';
-
-/** What a 503 caused by a data-plane server asks the client to wait before retrying. */
-export const RETRY_AFTER_SECONDS = 5;
 
 /**
  * An outage of one data-plane server is not bad input (habit 17): 503 with the error body, naming
@@ -16,6 +14,6 @@ export function dataPlaneUnavailable(code: ErrorCode, err: unknown, what: string
   return new ApiException(
     code,
     `${what}: a data-plane server of region ${err.region} is not answering; nothing was changed, retry later`,
-    { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } },
+    { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
   );
 }

@@ -1,16 +1,12 @@
+import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
+
 /**
  * Errors that mean "the server is not there yet" (still starting, its name not resolvable yet, a
  * connection refused or cut), as opposed to a server that answered and refused us (wrong password,
  * a failed migration): only these are worth waiting out at boot.
  */
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
+  ...NETWORK_ERROR_CODES,
   '57P03', // cannot_connect_now: the server is starting up or shutting down
 ]);
 const UNREACHABLE_MESSAGES = [/Connection terminated/i, /timeout expired/i, /timeout exceeded when trying to connect/i];

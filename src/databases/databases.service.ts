@@ -26,7 +26,7 @@ import { isUuid } from '../common/http/uuid';
 import { isUniqueViolation } from '../common/errors/unique-violation';
 import { PlanLimits } from '../subscriptions/plan-limits.service';
 import { messageOf } from '../common/errors/message-of';
-import { RETRY_AFTER_SECONDS } from '../data-plane/unavailable';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 
 export interface DatabasePage {
   items: DatabaseResponse[];
@@ -450,7 +450,7 @@ export class DatabasesService {
       throw new ApiException(
         ErrorCode.DbCreationFailure,
         `The data plane of region ${dto.region} could not be reached to check sharding support; retry later`,
-        { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } },
+        { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
       );
     }
     throw new ApiException(
@@ -465,7 +465,7 @@ export class DatabasesService {
       active
         ? `No data-plane server of region ${region} has room for another database; retry later`
         : `No data-plane server of region ${region} takes new databases; retry later`,
-      { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } },
+      { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
     );
   }
 

@@ -6,13 +6,12 @@ import {
   TypeOrmHealthIndicator,
 } from '@nestjs/terminus';
 import { ApiException } from '../common/errors/api-exception';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import { ErrorCode } from '../common/errors/error-code';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Queues } from '../queues/queue-names';
 
 const CHECK_TIMEOUT_MS = 1500;
-/** What a not-ready answer tells clients and load balancers to wait before asking again. */
-export const NOT_READY_RETRY_AFTER_SECONDS = 5;
 
 /**
  * Whether this process can do its work: the metadata PostgreSQL and Redis answer. Shared by the
@@ -52,7 +51,7 @@ export class Readiness {
       const down = Object.keys(result.error ?? {});
       this.logger.warn({ down, details: result.details }, 'not ready');
       throw new ApiException(ErrorCode.ServerError, `Not ready: ${down.join(', ') || 'unknown'} not answering`, {
-        headers: { 'Retry-After': String(NOT_READY_RETRY_AFTER_SECONDS) },
+        headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
       });
     }
   }

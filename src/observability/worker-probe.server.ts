@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
-import { NOT_READY_RETRY_AFTER_SECONDS, Readiness } from '../health/readiness';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
+import { Readiness } from '../health/readiness';
 import { OperationsMetrics } from './operations-metrics';
 import { requireOperator, writeError } from './operator-auth';
 
@@ -99,7 +100,7 @@ export class WorkerProbeServer implements OnApplicationBootstrap, BeforeApplicat
   private async ready(res: ServerResponse): Promise<void> {
     if (this.draining) {
       return writeError(res, 503, ErrorCode.ServerError, 'Not ready: shutting down', {
-        'Retry-After': String(NOT_READY_RETRY_AFTER_SECONDS),
+        'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS),
       });
     }
     try {

@@ -1,8 +1,8 @@
 /** Seconds a client is asked to wait (Retry-After) when a dependency is out. */
 export const OUTAGE_RETRY_AFTER_SECONDS = 5;
 
-/** Socket-level failures of any client (pg, ioredis, nodemailer). */
-const NETWORK_CODES = new Set([
+/** Socket-level failures of any client (pg, ioredis, nodemailer): the server could not be reached or the connection broke. */
+export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',
@@ -33,7 +33,7 @@ const UNAVAILABLE_MESSAGES = [
   /^Connection is closed\.?$/,
   /^Reached the max retries per request limit/,
   /^Stream isn't writeable/,
-]
+];
 
 /**
  * Whether an error means a dependency (the metadata PostgreSQL, Redis) is unavailable rather
@@ -49,7 +49,8 @@ export function isDependencyOutage(err: unknown): boolean {
       message?: unknown;
       name?: unknown;
     };
-    if (typeof code === 'string' && (NETWORK_CODES.has(code) || isUnavailableSqlState(code, severity))) return true;
+    if (typeof code === 'string' && (NETWORK_ERROR_CODES.has(code) || isUnavailableSqlState(code, severity)))
+      return true;
     if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(message))) return true;
     if (name === 'MaxRetriesPerRequestError') return true;
     e = (e as { driverError?: unknown }).driverError ?? (e as { cause?: unknown }).cause;
