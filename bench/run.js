@@ -210,7 +210,7 @@ async function main() {
   const ours = `http://127.0.0.1:${port}`;
   const env = { ...process.env };
   for (const k of Object.keys(env))
-    if (/^(LOG_LEVEL|DATA_PLANE_|DATABASE_|JWT_|SMTP_|QUEUE_|WORKERS|RECONCILE_)/.test(k)) delete env[k];
+    if (/^(LOG_LEVEL|DATA_PLANE_|DATABASE_|JWT_|SMTP_|QUEUE_|WORKERS|RECONCILE_|PLAN_)/.test(k)) delete env[k];
   Object.assign(env, {
     NODE_ENV: 'production',
     PORT: String(port),
@@ -218,6 +218,9 @@ async function main() {
     DATABASE_URL: metaUrl,
     DATABASE_POOL_SIZE: POOL_SIZE,
     DATABASE_POOL_TARGET: '0',
+    // The bench workspace creates many databases and credentials: plan limits are not what is measured.
+    PLAN_FREE_MAX_DATABASES: 'unlimited',
+    PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: 'unlimited',
     QUEUE_PREFIX: queuePrefix,
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     DATA_PLANE_URL: dpUrl,
@@ -294,11 +297,15 @@ async function main() {
     await meta.query('INSERT INTO workspace_members (workspace_id, developer_id) VALUES ($1, $2)', [ws.id, dev.id]);
     return { developerId: dev.id, workspaceId: ws.id, auth: { authorization: `Bearer ${token(dev.id)}` } };
   };
-  /** READY rows with fake physical names: the read paths only read metadata. */
+  /**
+   * READY rows with fake physical names: the read paths only read metadata. Each lives on the
+   * region's server the service registered at boot, as a created database would.
+   */
   const seedDatabases = (workspaceId, count, tag) =>
     meta.query(
-      `INSERT INTO databases (workspace_id, name, region, status, physical_name, created)
-       SELECT $1, $3::text || n, $4, 'READY', $5::text || $3::text || n, now() - make_interval(secs => $2::int - n)
+      `INSERT INTO databases (workspace_id, name, region, status, physical_name, created, server_id)
+       SELECT $1, $3::text || n, $4::text, 'READY', $5::text || $3::text || n, now() - make_interval(secs => $2::int - n),
+              (SELECT id FROM data_plane_servers WHERE region::text = $4::text ORDER BY created LIMIT 1)
          FROM generate_series(1, $2::int) AS n`,
       [workspaceId, count, tag, REGION, `${prefix}fake_`],
     );

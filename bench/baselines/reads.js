@@ -40,7 +40,7 @@ const WORKSPACE_FOR_MEMBER = `SELECT w.id, w.name, w.slug, w.billing_customer_id
          FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id AND m.developer_id = $1
         WHERE w.slug = $2`;
 const DATABASE_BY_NAME =
-  'SELECT "d"."id" AS "d_id", "d"."workspace_id" AS "d_workspace_id", "d"."name" AS "d_name", "d"."region" AS "d_region", "d"."sharded" AS "d_sharded", "d"."status" AS "d_status", "d"."physical_name" AS "d_physical_name", "d"."last_error" AS "d_last_error", "d"."provision_attempts" AS "d_provision_attempts", "d"."deleted" AS "d_deleted", "d"."deletion_due_at" AS "d_deletion_due_at", "d"."finalized" AS "d_finalized", "d"."created" AS "d_created", "d"."updated" AS "d_updated" FROM "databases" "d" WHERE "d"."workspace_id" = $1 AND "d"."name" = $2 AND "d"."finalized" IS NULL ORDER BY "d"."deleted" DESC NULLS FIRST';
+  'SELECT "d"."id" AS "d_id", "d"."workspace_id" AS "d_workspace_id", "d"."name" AS "d_name", "d"."region" AS "d_region", "d"."sharded" AS "d_sharded", "d"."status" AS "d_status", "d"."physical_name" AS "d_physical_name", "d"."last_error" AS "d_last_error", "d"."provision_attempts" AS "d_provision_attempts", "d"."deleted" AS "d_deleted", "d"."deletion_due_at" AS "d_deletion_due_at", "d"."finalized" AS "d_finalized", "d"."server_id" AS "d_server_id", "d"."created" AS "d_created", "d"."updated" AS "d_updated" FROM "databases" "d" WHERE "d"."workspace_id" = $1 AND "d"."name" = $2 AND "d"."finalized" IS NULL ORDER BY "d"."deleted" DESC NULLS FIRST';
 const WORKSPACES_OF =
   'SELECT "m"."developer_id" AS member_id, "w"."id" AS id, "w"."name" AS name, "w"."slug" AS slug, "w"."billing_customer_id" AS billing_customer_id, "w"."created" AS created FROM "workspace_members" "m" INNER JOIN "workspaces" "w" ON "w"."id" = "m"."workspace_id" WHERE "m"."developer_id" IN ($1) ORDER BY "w"."created" ASC, "w"."id" ASC';
 const DATABASE_IDS_OF = `SELECT id, workspace_id FROM databases
@@ -95,7 +95,7 @@ app.get('/workspaces/:workspaceSlug/databases/:databaseName', async (req, res) =
     created: d.d_created,
     deleted: d.d_deleted ?? undefined,
     apiHost: `${publicUrl}/databases/${d.d_id}`,
-    dbHost: d.d_status === 'READY' && !d.d_finalized ? dbHostPrefix + d.d_physical_name : undefined,
+    dbHost: d.d_status === 'READY' && !d.d_finalized && d.d_server_id ? dbHostPrefix + d.d_physical_name : undefined,
   });
 });
 
