@@ -1,4 +1,3 @@
-import { applyDecorators } from '@nestjs/common';
 import { plainToInstance, Transform } from 'class-transformer';
 import { createPrivateKey } from 'node:crypto';
 import {
@@ -37,14 +36,19 @@ const toLimit = ({ value }: { value: unknown }) => {
   return word === 'unlimited' ? word : word === '' ? undefined : Number(word);
 };
 const isCount = (_: object, value: unknown) => value !== 'unlimited';
-/** A plan limit variable: a whole number from 0, or `unlimited`. */
-const IsPlanLimit = () =>
-  applyDecorators(
+/**
+ * A plan limit variable: a whole number from 0, or `unlimited`. Composed by hand, not with Nest's
+ * applyDecorators: the CLI reads this file before @nestjs/common has loaded (require(esm)).
+ */
+const IsPlanLimit = (): PropertyDecorator => (target, property) => {
+  for (const decorate of [
     Transform(toLimit),
     ValidateIf(isCount),
     IsInt({ message: '$property must be a whole number or unlimited' }),
     Min(0),
-  );
+  ])
+    decorate(target, property);
+};
 const dbUrl = { protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true };
 
 /**
