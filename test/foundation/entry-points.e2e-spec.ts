@@ -1,3 +1,4 @@
+import { freePort } from '../support/free-port';
 import { spawn } from 'node:child_process';
 import { connect, createServer, Server } from 'node:net';
 import { join } from 'node:path';
@@ -126,14 +127,3 @@ describe('entry points (built app)', () => {
     expect(result.output).toContain('Could not prepare the metadata database');
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}

@@ -1,19 +1,11 @@
+import { freePort } from '../support/free-port';
 import { ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
-import { createServer, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { join } from 'node:path';
 
 const root = join(__dirname, '..', '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Sends raw HTTP/1.1 on `socket` and resolves with the first complete response head. */
 function responseHead(socket: Socket): Promise<string> {

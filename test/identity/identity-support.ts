@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
+import { freePort } from '../support/free-port';
 import { join } from 'node:path';
 import type { Test } from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
@@ -114,18 +114,6 @@ export function redeemCode(http: TestAgent, params: AuthorizationRequest, code: 
     redirect_uri: params.redirect_uri,
     client_id: params.client_id,
     code_verifier: verifier,
-  });
-}
-
-/** A port that was free a moment ago (the app must know its own URL before it boots, for `iss`). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
   });
 }
 

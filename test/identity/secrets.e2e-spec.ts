@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { verifySecret } from '../../src/common/crypto/password-hasher';
 import { uniqueEmail } from '../support/test-app';
-import { freePort, pkce, runCli } from './identity-support';
+import { freePort } from '../support/free-port';
+import { pkce, runCli } from './identity-support';
 
 const root = join(__dirname, '..', '..');
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');

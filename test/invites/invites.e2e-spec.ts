@@ -1,5 +1,6 @@
 import { InvitesService } from '../../src/invites/invites.service';
-import { freePort, TestSmtpServer } from '../support/smtp';
+import { freePort } from '../support/free-port';
+import { TestSmtpServer } from '../support/smtp';
 import {
   createDeveloperWithToken,
   createTestApp,

@@ -1,4 +1,4 @@
-import { AddressInfo, createServer } from 'node:net';
+import { freePort } from './free-port';
 import { SMTPServer } from 'smtp-server';
 
 export interface ReceivedMail {
@@ -59,17 +59,6 @@ export class TestSmtpServer {
   close(): Promise<void> {
     return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 function decodeQuotedPrintable(raw: string): string {
