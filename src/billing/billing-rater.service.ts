@@ -1,3 +1,4 @@
+import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -56,7 +57,7 @@ export class BillingRater implements OnModuleInit {
    */
   async rate(workspaceId: string, month: BillingMonth, now?: Date): Promise<RatedLine[]> {
     return this.dataSource.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`billing:${workspaceId}:${month.ym}`]);
+      await lockForTransaction(tx, `billing:${workspaceId}:${month.ym}`);
       const periods = await this.usage.overlapping(workspaceId, month.start, month.end, tx);
       const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end, tx);
       const storage = await this.storage.ofMonth(workspaceId, month.ym, tx);

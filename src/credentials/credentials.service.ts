@@ -1,3 +1,4 @@
+import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
@@ -293,7 +294,7 @@ export class CredentialsService implements OnModuleInit {
    * (a transaction-scoped advisory lock), as they share the row lock.
    */
   private async assertRoomInPlan(manager: EntityManager, workspaceId: string, databaseId: string): Promise<void> {
-    await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`credentials:${databaseId}`]);
+    await lockForTransaction(manager, `credentials:${databaseId}`);
     await this.plans.assertRoomFor(manager, workspaceId, 'credentials', () =>
       manager.getRepository(CredentialEntity).countBy({ databaseId, dropped: IsNull() }),
     );

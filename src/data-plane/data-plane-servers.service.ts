@@ -1,3 +1,4 @@
+import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, Repository } from 'typeorm';
@@ -69,7 +70,7 @@ export class DataPlaneServers implements OnModuleInit {
   registerFromEnvironment(): Promise<void> {
     this.registered ??= this.dataSource
       .transaction(async (manager) => {
-        await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [REGISTRATION_LOCK]);
+        await lockForTransaction(manager, REGISTRATION_LOCK);
         const repo = manager.getRepository(DataPlaneServerEntity);
         for (const region of CREATABLE_REGIONS) {
           if (await repo.existsBy({ region })) continue;

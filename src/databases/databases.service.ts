@@ -1,3 +1,4 @@
+import { lockForTransaction } from '../database/transaction-lock';
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
@@ -134,7 +135,7 @@ export class DatabasesService {
    * transaction-scoped advisory lock held to commit), so parallel creates never pass the limit.
    */
   private async assertRoomInPlan(manager: EntityManager, workspace: WorkspaceEntity): Promise<void> {
-    await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`databases:${workspace.id}`]);
+    await lockForTransaction(manager, `databases:${workspace.id}`);
     await this.plans.assertRoomFor(manager, workspace.id, 'databases', () =>
       manager.getRepository(DatabaseEntity).countBy({ workspaceId: workspace.id, deleted: IsNull() }),
     );

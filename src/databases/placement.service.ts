@@ -1,3 +1,4 @@
+import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
@@ -59,7 +60,7 @@ export class Placement implements OnModuleInit {
 
   /** Takes the region's placement turn for the rest of the caller's transaction. */
   async lockRegion(manager: EntityManager, region: Region): Promise<void> {
-    await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`placement:${region}`]);
+    await lockForTransaction(manager, `placement:${region}`);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomBytes } from 'node:crypto';
@@ -160,7 +161,7 @@ export class InstantDatabasesService implements OnModuleInit {
   private async admit(clientAddress: string, codeHash: string): Promise<DatabaseClaimEntity> {
     const env = this.config.env;
     return this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', ['instant-databases']);
+      await lockForTransaction(manager, 'instant-databases');
       const repo = manager.getRepository(DatabaseClaimEntity);
       const since = new Date(Date.now() - HOUR_MS);
       const byAddress = await repo.find({

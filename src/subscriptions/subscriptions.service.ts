@@ -1,3 +1,4 @@
+import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, Repository } from 'typeorm';
@@ -189,7 +190,7 @@ export class SubscriptionsService {
   }
 
   private async lock(tx: EntityManager, workspaceId: string): Promise<void> {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`subscriptions:${workspaceId}`]);
+    await lockForTransaction(tx, `subscriptions:${workspaceId}`);
   }
 
   private async dropPending(tx: EntityManager, workspaceId: string, now: Date): Promise<void> {
