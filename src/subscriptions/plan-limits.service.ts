@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
 import type { PlanLimit } from '../config/environment';
 import { SubscriptionLevel } from './subscription-level';
+import { SubscriptionsService } from './subscriptions.service';
 
 export interface Plan {
   level: SubscriptionLevel;
@@ -23,18 +23,12 @@ export interface Plan {
 @Injectable()
 export class PlanLimits {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly subscriptions: SubscriptionsService,
     private readonly config: AppConfig,
   ) {}
 
-  async planOf(workspaceId: string, manager: EntityManager = this.dataSource.manager): Promise<Plan> {
-    const [row] = await manager.query<{ level: SubscriptionLevel }[]>(
-      `SELECT level FROM subscriptions
-        WHERE workspace_id = $1 AND valid_from <= now() AND (valid_to IS NULL OR valid_to > now())
-        ORDER BY valid_from DESC LIMIT 1`,
-      [workspaceId],
-    );
-    return this.plan(row?.level ?? SubscriptionLevel.Free);
+  async planOf(workspaceId: string, manager?: EntityManager): Promise<Plan> {
+    return this.plan((await this.subscriptions.levelNow(workspaceId, manager)) ?? SubscriptionLevel.Free);
   }
 
   plan(level: SubscriptionLevel): Plan {

@@ -1,3 +1,4 @@
+import { SubscriptionLevel } from './subscription-level';
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
 /**
@@ -13,8 +14,9 @@ export class SubscriptionEntity {
   @Column({ name: 'workspace_id', type: 'uuid' })
   workspaceId!: string;
 
+  /** Only the service writes rows, always with one of the levels. */
   @Column({ type: 'varchar', length: 20 })
-  level!: string;
+  level!: SubscriptionLevel;
 
   @Column({ name: 'valid_from', type: 'timestamptz' })
   validFrom!: Date;

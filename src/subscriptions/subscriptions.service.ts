@@ -39,6 +39,14 @@ export class SubscriptionsService {
     return materialized;
   }
 
+  /** The level held now (read through `manager`, e.g. inside a caller's transaction); null when no row is current. */
+  async levelNow(
+    workspaceId: string,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<SubscriptionLevel | null> {
+    return (await this.findCurrent(manager, workspaceId, new Date()))?.level ?? null;
+  }
+
   /** Every row, the latest first. */
   async history(workspace: WorkspaceEntity): Promise<SubscriptionEntity[]> {
     const order = { validFrom: 'DESC', created: 'DESC' } as const;
@@ -83,12 +91,11 @@ export class SubscriptionsService {
       const current = await this.findCurrent(tx, workspace.id, now);
       if (!current) throw new ApiException(ErrorCode.EntityNotFound, `${NO_ACTIVE}; start one with POST`);
       await this.dropPending(tx, workspace.id, now);
-      const wanted: string = level;
       const at = effectiveAt && effectiveAt.getTime() > now.getTime() ? effectiveAt : now;
-      if (current.level === wanted || current.validFrom.getTime() === at.getTime()) {
+      if (current.level === level || current.validFrom.getTime() === at.getTime()) {
         // Same level: nothing changes but the pending rows are gone. Same instant as the current
         // row's start: the row has not held its level for any time, so it simply takes the new one.
-        if (current.level !== wanted) current.changedBy = callerId;
+        if (current.level !== level) current.changedBy = callerId;
         current.level = level;
         current.validTo = null;
         return repo.save(current);
