@@ -26,7 +26,7 @@ const root = join(__dirname, '..');
 const argv = process.argv.slice(2);
 const QUICK = argv.includes('--quick');
 const BUILD = !argv.includes('--no-build');
-/** `--cpu-prof`: the service writes a V8 CPU profile of the whole run to bench/results/ when it stops. */
+/** `--cpu-prof`: the service and each baseline write a V8 CPU profile of the whole run to bench/results/ when they stop. */
 const CPU_PROF = argv.includes('--cpu-prof');
 /** `--only=a,b`: run only these scenarios (to profile one; the warm-up still runs). */
 const ONLY =
@@ -134,7 +134,7 @@ function record({
   });
   const status = met === null ? '' : met ? ' (met)' : ' (MISSED)';
   console.log(
-    `  ${scenario}: ours ${row.ours} ${unit}${baseline !== null ? `, baseline ${row.baseline} ${unit}` : ''}, ratio ${row.ratio}, target ${target}${status}`,
+    `  ${scenario}: ours ${row.ours} ${unit}${baseline !== null ? `, baseline ${row.baseline} ${unit}` : ''}, ratio ${row.ratio}, target ${target}${status}${note ? ` — ${note}` : ''}`,
   );
 }
 
@@ -230,11 +230,10 @@ async function main() {
   });
   cleanups.unshift(() => dropEverything(dpUrl));
 
-  const profiling = CPU_PROF
-    ? ['--cpu-prof', `--cpu-prof-dir=${resultsDir}`, `--cpu-prof-name=service-${runId}.cpuprofile`]
-    : [];
+  const profiling = (name) =>
+    CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${resultsDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`] : [];
   procs.service = S.startNode(
-    [...profiling, '--expose-gc', '--require', join(__dirname, 'lib/gc-on-signal.js'), join(root, 'dist/src/main.js')],
+    [...profiling('service'), '--expose-gc', '--require', join(__dirname, 'lib/gc-on-signal.js'), join(root, 'dist/src/main.js')],
     {
       env,
       logFile: serviceLog,
@@ -258,7 +257,7 @@ async function main() {
     SMTP_URL: env.SMTP_URL,
   };
   for (const name of ['reads', 'data-plane', 'invite-emails']) {
-    procs[name] = S.startNode([join(__dirname, 'baselines', `${name}.js`)], {
+    procs[name] = S.startNode([...profiling(`baseline-${name}`), join(__dirname, 'baselines', `${name}.js`)], {
       env: baselineEnv,
       logFile: baselineLog,
       pinTo: pin.server,
@@ -362,13 +361,14 @@ async function main() {
     await scenario(name, '≥ 0.85', async () => {
       const r = await S.interleave(
         P.rounds,
-        async () => countReads(await reads(ours, path, P.readSeconds)),
-        () => reads(raw.reads, path, P.readSeconds),
+        async () => countReads(await S.withCpuPerRequest(servicePid, () => reads(ours, path, P.readSeconds))),
+        () => S.withCpuPerRequest(procs.reads.child.pid, () => reads(raw.reads, path, P.readSeconds)),
       );
       const o = S.median(r.ours.map((x) => x.requests.average));
       const b = S.median(r.baseline.map((x) => x.requests.average));
       if (name === 'read_database') maxReadRate = o;
       const p50 = (xs) => S.median(xs.map((x) => x.latency.p50));
+      const cpu = (xs) => fmt(S.median(xs.map((x) => x.cpuMicrosPerRequest)));
       record({
         scenario: name,
         metric: `throughput, ${CONNECTIONS} connections, median of ${P.rounds} × ${P.readSeconds} s rounds`,
@@ -378,7 +378,7 @@ async function main() {
         ratio: o / b,
         target: '≥ 0.85',
         met: o / b >= 0.85,
-        note: `p50 ${p50(r.ours)} ms vs ${p50(r.baseline)} ms`,
+        note: `p50 ${p50(r.ours)} ms vs ${p50(r.baseline)} ms; server CPU ${cpu(r.ours)} µs/request vs ${cpu(r.baseline)} µs`,
         oursText: `${fmt(o)} req/s (p50 ${p50(r.ours)} ms)`,
         baselineText: `${fmt(b)} req/s (p50 ${p50(r.baseline)} ms)`,
       });

@@ -37,6 +37,9 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   installHttpMetrics(app);
   app.set('trust proxy', 'loopback');
   app.disable('x-powered-by');
+  // No ETag: API answers are small and change with state, no client sends conditional requests, and
+  // hashing every body costs CPU on every response.
+  app.set('etag', false);
   app.use(
     helmet({
       contentSecurityPolicy: { directives: { 'form-action': ["'self'", 'http:', 'https:'] } },

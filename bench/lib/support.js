@@ -69,6 +69,23 @@ function rssOf(pid) {
   return Number(match[1]) * 1024;
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
+function cpuSecondsOf(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Runs `fn` (an autocannon run) and adds to its result the server's CPU microseconds per request:
+ * a measure of the work per request that another process's load on the machine barely moves.
+ */
+async function withCpuPerRequest(pid, fn) {
+  const before = cpuSecondsOf(pid);
+  const r = await fn();
+  r.cpuMicrosPerRequest = ((cpuSecondsOf(pid) - before) * 1e6) / r.requests.total;
+  return r;
+}
+
 function cannon(options) {
   return new Promise((resolve, reject) => {
     autocannon({ timeout: 30, ...options }, (err, result) => (err ? reject(err) : resolve(result)));
@@ -203,6 +220,7 @@ module.exports = {
   startNode,
   stopNode,
   rssOf,
+  withCpuPerRequest,
   cannon,
   load,
   median,

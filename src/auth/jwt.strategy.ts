@@ -1,27 +1,48 @@
 import { Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
+import type { Request } from 'express';
+import { LRUCache } from 'lru-cache';
 import { ExtractJwt, Strategy } from 'passport-jwt';
 import { AppConfig } from '../config/app-config';
 import { DevelopersService } from '../developers/developers.service';
+import { isPossibleSlug, type WorkspaceRequest } from '../workspaces/workspace-request';
 import type { AuthenticatedDeveloper } from './authenticated-developer';
 import { SigningKeys } from './signing-keys';
 
 interface AccessTokenPayload {
   sub: string;
+  exp?: number;
   scope?: string;
   client_id?: string;
 }
 
-/** Verifies signature, issuer, audience and expiry, then loads the (not deleted) developer. */
+/** How many verified tokens are remembered, and for how long at most (their expiry comes first). */
+const VERIFIED_TOKENS = 10_000;
+const VERIFIED_FOR_MS = 5 * 60_000;
+
+const bearerToken = ExtractJwt.fromAuthHeaderAsBearerToken();
+
+/**
+ * Verifies signature, issuer, audience and expiry, then loads the (not deleted) developer.
+ *
+ * Verifying an RS256 signature is the costliest step of authenticating a request, and a client
+ * sends the same token many times: a token that passed is remembered until it expires (at most five
+ * minutes), so its next requests skip the verification. Only the verification is remembered: the
+ * developer is loaded on every request, so a removed developer loses access at once. Access tokens
+ * are not revocable (they are short-lived; refresh tokens are what revocation ends), and the signing
+ * key only changes with a restart, which forgets everything remembered.
+ */
 @Injectable()
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
+  private readonly verified = new LRUCache<string, AccessTokenPayload>({ max: VERIFIED_TOKENS });
+
   constructor(
     config: AppConfig,
     keys: SigningKeys,
     private readonly developers: DevelopersService,
   ) {
     super({
-      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      jwtFromRequest: bearerToken,
       // A prebuilt KeyObject: jsonwebtoken accepts it and skips re-parsing the key per request.
       secretOrKeyProvider: (_req: unknown, _raw: unknown, done: (err: unknown, key?: unknown) => void) =>
         done(null, keys.publicKey),
@@ -29,11 +50,43 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
       issuer: config.env.JWT_ISSUER,
       audience: config.env.JWT_AUDIENCE,
       ignoreExpiration: false,
+      passReqToCallback: true,
     } as never);
   }
 
-  async validate(payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
-    const developer = await this.developers.findActive(payload.sub);
+  /** A remembered token goes straight to loading its developer; any other is verified by passport-jwt. */
+  override authenticate(req: Request, options?: object): void {
+    const token = bearerToken(req);
+    const payload = token ? this.verified.get(token) : undefined;
+    if (!payload) return super.authenticate(req, options);
+    this.load(req, payload).then(
+      (developer) => (developer ? this.success(developer) : this.fail(401)),
+      (err: Error) => this.error(err),
+    );
+  }
+
+  /** Called by passport-jwt once a token has passed verification. */
+  async validate(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
+    const token = bearerToken(req);
+    const ttl = Math.min((payload.exp ?? 0) * 1000 - Date.now(), VERIFIED_FOR_MS);
+    if (token && ttl > 0) this.verified.set(token, payload, { ttl });
+    return this.load(req, payload);
+  }
+
+  /**
+   * The token's developer, if not deleted. On a workspace-scoped route the same statement reads the
+   * caller's membership of that workspace, which the workspace guard then uses instead of asking again.
+   */
+  private async load(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
+    const slug: unknown = req.params?.workspaceSlug;
+    let developer;
+    if (typeof slug === 'string' && isPossibleSlug(slug)) {
+      const found = await this.developers.findActiveWithWorkspace(payload.sub, slug);
+      developer = found.developer;
+      (req as WorkspaceRequest).membership = { slug, workspace: found.workspace };
+    } else {
+      developer = await this.developers.findActive(payload.sub);
+    }
     if (!developer) return false;
     return {
       id: developer.id,

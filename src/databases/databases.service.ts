@@ -17,6 +17,7 @@ import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
 import { DatabaseJobs, finalizeJobId, provisionJobId } from './database-jobs';
 import { isValidDatabaseName } from './database-name';
+import { DATABASE_COLUMNS, type DatabaseRow, toDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
 import type { CreateDatabaseDto } from './dto/create-database.dto';
@@ -315,18 +316,17 @@ export class DatabasesService {
    * finalized). 404 otherwise.
    */
   async findOperable(workspace: WorkspaceEntity, name: string): Promise<DatabaseEntity> {
-    const database = isValidDatabaseName(name)
-      ? await this.databases
-          .createQueryBuilder('d')
-          .where('d.workspace_id = :workspaceId AND d.name = :name AND d.finalized IS NULL', {
-            workspaceId: workspace.id,
-            name,
-          })
-          .orderBy('d.deleted', 'DESC', 'NULLS FIRST')
-          .getOne()
-      : null;
-    if (!database) throw this.notFound(workspace, name);
-    return database;
+    // On every operation on a database (reads included): one indexed statement, raw rows.
+    const rows = isValidDatabaseName(name)
+      ? await this.dataSource.query<DatabaseRow[]>(
+          `SELECT ${DATABASE_COLUMNS} FROM databases
+            WHERE workspace_id = $1 AND name = $2 AND finalized IS NULL
+            ORDER BY deleted DESC NULLS FIRST LIMIT 1`,
+          [workspace.id, name],
+        )
+      : [];
+    if (!rows[0]) throw this.notFound(workspace, name);
+    return toDatabase(rows[0]);
   }
 
   /**

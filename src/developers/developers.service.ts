@@ -7,6 +7,8 @@ import { ErrorCode } from '../common/errors/error-code';
 import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
 import { randomToken } from '../common/crypto/tokens';
 import { isUuid } from '../common/http/uuid';
+import { toWorkspace, type WorkspaceRow } from '../workspaces/workspace-rows';
+import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { DeveloperEntity, DeveloperKind } from './developer.entity';
 
 export type DeveloperIdentity = Pick<DeveloperEntity, 'id' | 'email' | 'kind'>;
@@ -39,23 +41,48 @@ export class DevelopersService {
   constructor(@InjectRepository(DeveloperEntity) private readonly developers: Repository<DeveloperEntity>) {}
 
   /**
-   * Hot path (every authenticated request): one indexed lookup of three columns. Inside a
-   * transaction, pass its `manager` (a second pool connection per transaction can exhaust the pool).
-   */
-  /**
    * The developer if not deleted. On every authenticated request (the JWT strategy): one indexed
-   * statement, raw rows, no entity hydration.
+   * statement, raw rows, no entity hydration. Inside a transaction, pass its `manager` (a second
+   * pool connection per transaction can exhaust the pool).
    */
-  async findActive(
-    id: string,
-    manager: EntityManager = this.developers.manager,
-  ): Promise<Pick<DeveloperEntity, 'id' | 'email' | 'kind'> | null> {
+  async findActive(id: string, manager: EntityManager = this.developers.manager): Promise<DeveloperIdentity | null> {
     if (!isUuid(id)) return null;
-    const rows = await manager.query<Pick<DeveloperEntity, 'id' | 'email' | 'kind'>[]>(
+    const rows = await manager.query<DeveloperIdentity[]>(
       'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL',
       [id],
     );
     return rows[0] ?? null;
+  }
+
+  /**
+   * The developer if not deleted, and the workspace with that slug if they are a member of it, in
+   * one indexed statement: what a workspace-scoped request needs before anything else, in one round
+   * trip instead of two. `developer` is null when the developer is gone; `workspace` is null when
+   * there is no such workspace or they are not a member (callers must not tell these apart).
+   */
+  async findActiveWithWorkspace(
+    id: string,
+    slug: string,
+  ): Promise<{ developer: DeveloperIdentity | null; workspace: WorkspaceEntity | null }> {
+    if (!isUuid(id)) return { developer: null, workspace: null };
+    const rows = await this.developers.manager.query<
+      (DeveloperIdentity & { workspace_id: string | null } & Omit<WorkspaceRow, 'id'>)[]
+    >(
+      `SELECT d.id, d.email, d.kind,
+              w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created
+         FROM developers d
+         LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id)
+                ON m.developer_id = d.id AND w.slug = $2
+        WHERE d.id = $1 AND d.deleted IS NULL`,
+      [id, slug.toLowerCase()],
+    );
+    const row = rows[0];
+    if (!row) return { developer: null, workspace: null };
+    const { id: developerId, email, kind, workspace_id: workspaceId, ...workspace } = row;
+    return {
+      developer: { id: developerId, email, kind },
+      workspace: workspaceId ? toWorkspace({ ...workspace, id: workspaceId }) : null,
+    };
   }
 
   /** Active developers by id (the order of the ids is kept). */

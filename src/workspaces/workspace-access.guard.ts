@@ -7,22 +7,18 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { ApiParam } from '@nestjs/swagger';
-import type { Request } from 'express';
-import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import type { WorkspaceEntity } from './workspace.entity';
+import { isPossibleSlug, type WorkspaceRequest } from './workspace-request';
 import { WorkspacesService } from './workspaces.service';
-
-type WorkspaceRequest = Request & { user?: AuthenticatedDeveloper; workspace?: WorkspaceEntity };
-
-/** What a slug can look like (see slugify); anything else names no workspace, without asking the database. */
-const POSSIBLE_SLUG = /^[A-Za-z0-9_-]{1,200}$/;
 
 /**
  * Resolves `:workspaceSlug` once per request and checks membership. An unknown slug and a
- * workspace the caller does not belong to get the same 403, so slugs cannot be probed.
+ * workspace the caller does not belong to get the same 403, so slugs cannot be probed. The JWT
+ * strategy reads the membership together with the developer (one statement); the guard asks on
+ * its own only when it did not.
  */
 @Injectable()
 export class WorkspaceAccessGuard implements CanActivate {
@@ -31,10 +27,14 @@ export class WorkspaceAccessGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<WorkspaceRequest>();
     const slug = req.params.workspaceSlug;
-    const workspace =
-      req.user && typeof slug === 'string' && POSSIBLE_SLUG.test(slug)
-        ? await this.workspaces.findForMember(slug, req.user.id)
-        : null;
+    let workspace: WorkspaceEntity | null = null;
+    if (req.user && typeof slug === 'string' && isPossibleSlug(slug)) {
+      // Authentication usually read the membership with the developer, in the same statement.
+      workspace =
+        req.membership?.slug === slug
+          ? req.membership.workspace
+          : await this.workspaces.findForMember(slug, req.user.id);
+    }
     if (!workspace) {
       throw new ApiException(ErrorCode.UnauthorizedWorkspaceAccess, 'You do not have access to this workspace');
     }

@@ -6,26 +6,9 @@ import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { DeveloperKind } from '../developers/developer.entity';
 import { slugify } from './slug';
+import { toWorkspace, type WorkspaceRow } from './workspace-rows';
 import { WorkspaceMemberEntity } from './workspace-member.entity';
 import { WorkspaceEntity } from './workspace.entity';
-
-interface WorkspaceRow {
-  id: string;
-  name: string;
-  slug: string;
-  billing_customer_id: string | null;
-  created: Date;
-}
-
-function toWorkspace(row: WorkspaceRow): WorkspaceEntity {
-  return Object.assign(new WorkspaceEntity(), {
-    id: row.id,
-    name: row.name,
-    slug: row.slug,
-    billingCustomerId: row.billing_customer_id,
-    created: row.created,
-  });
-}
 
 /** Outside what slugify makes ([a-z0-9_-]) and what the membership guard looks up. */
 const HOLDING_SLUG = '~unclaimed';
@@ -169,40 +152,19 @@ export class WorkspacesService {
   async workspacesOf(developerIds: string[], sharedWith?: string): Promise<Map<string, WorkspaceEntity[]>> {
     const result = new Map<string, WorkspaceEntity[]>(developerIds.map((id) => [id, []]));
     if (!developerIds.length) return result;
-    const query = this.dataSource
-      .createQueryBuilder()
-      .select(['m.developer_id AS member_id', 'w.id AS id', 'w.name AS name', 'w.slug AS slug'])
-      .addSelect(['w.billing_customer_id AS billing_customer_id', 'w.created AS created'])
-      .from(WorkspaceMemberEntity, 'm')
-      .innerJoin(WorkspaceEntity, 'w', 'w.id = m.workspace_id')
-      .where('m.developer_id IN (:...developerIds)', { developerIds })
-      .orderBy('w.created', 'ASC')
-      .addOrderBy('w.id', 'ASC');
-    if (sharedWith) {
-      query.andWhere(
-        'EXISTS (SELECT 1 FROM workspace_members s WHERE s.workspace_id = w.id AND s.developer_id = :sharedWith)',
-        { sharedWith },
-      );
-    }
-    type Row = {
-      member_id: string;
-      id: string;
-      name: string;
-      slug: string;
-      billing_customer_id: string | null;
-      created: Date;
-    };
-    for (const row of await query.getRawMany<Row>()) {
-      result.get(row.member_id)?.push(
-        this.workspaces.create({
-          id: row.id,
-          name: row.name,
-          slug: row.slug,
-          billingCustomerId: row.billing_customer_id,
-          created: row.created,
-        }),
-      );
-    }
+    // On every /developers/me: one indexed statement, raw rows.
+    const rows = await this.dataSource.query<(WorkspaceRow & { member_id: string })[]>(
+      `SELECT m.developer_id AS member_id, w.id, w.name, w.slug, w.billing_customer_id, w.created
+         FROM workspace_members m JOIN workspaces w ON w.id = m.workspace_id
+        WHERE m.developer_id = ANY($1::uuid[])${
+          sharedWith
+            ? ' AND EXISTS (SELECT 1 FROM workspace_members s WHERE s.workspace_id = w.id AND s.developer_id = $2)'
+            : ''
+        }
+        ORDER BY w.created ASC, w.id ASC`,
+      sharedWith ? [developerIds, sharedWith] : [developerIds],
+    );
+    for (const row of rows) result.get(row.member_id)?.push(toWorkspace(row));
     return result;
   }
 }

@@ -63,4 +63,53 @@ describe('bearer-token authentication', () => {
     await t.dataSource.query('UPDATE developers SET deleted = now() WHERE id = $1', [developer.id]);
     await t.http.get('/developers/me').set(auth).expect(401);
   });
+
+  describe('a token verified before (its verification is remembered)', () => {
+    async function memberOfAWorkspace() {
+      const dev = await createDeveloperWithToken(t.app);
+      const name = `Remembered ${dev.developer.id.slice(0, 8)}`;
+      const ws = await t.http.post('/workspaces').set(dev.auth).send({ name }).expect(201);
+      await t.http.get('/developers/me').set(dev.auth).expect(200);
+      await t.http.get(`/workspaces/${ws.body.slug}/databases`).set(dev.auth).expect(200);
+      return { ...dev, slug: ws.body.slug as string, workspaceId: ws.body.id as string };
+    }
+
+    it('loses access at once when its developer is deleted, on every kind of route', async () => {
+      const { developer, auth, slug } = await memberOfAWorkspace();
+      await t.dataSource.query('UPDATE developers SET deleted = now() WHERE id = $1', [developer.id]);
+      for (const path of ['/developers/me', `/workspaces/${slug}/databases`, `/workspaces/${slug}/databases/nope`]) {
+        const res = await t.http.get(path).set(auth).expect(401);
+        expect(res.body).toMatchObject(ERROR_401);
+        expect(res.headers['www-authenticate']).toBe('Bearer');
+      }
+    });
+
+    it('loses a workspace at once when its developer leaves it', async () => {
+      const { developer, auth, slug, workspaceId } = await memberOfAWorkspace();
+      await t.dataSource.query('DELETE FROM workspace_members WHERE workspace_id = $1 AND developer_id = $2', [
+        workspaceId,
+        developer.id,
+      ]);
+      const res = await t.http.get(`/workspaces/${slug}/databases`).set(auth).expect(403);
+      expect(res.body).toMatchObject({ errorCode: 'unauthorized_workspace_access', statusCode: 403 });
+      await t.http.get('/developers/me').set(auth).expect(200);
+    });
+
+    it('is refused once it expires', async () => {
+      const { developer } = await createDeveloperWithToken(t.app);
+      const token = t.app.get(AccessTokens).issue({ sub: developer.id, scope: '' }, 2).access_token;
+      await t.http.get('/developers/me').set('Authorization', `Bearer ${token}`).expect(200);
+      await new Promise((resolve) => setTimeout(resolve, 2_100));
+      const res = await t.http.get('/developers/me').set('Authorization', `Bearer ${token}`).expect(401);
+      expect(res.body).toMatchObject({ ...ERROR_401, message: 'Access token expired' });
+    });
+
+    it('does not vouch for the same claims with another signature', async () => {
+      const { auth } = await createDeveloperWithToken(t.app);
+      await t.http.get('/developers/me').set(auth).expect(200);
+      const [header, payload, signature] = auth.Authorization.slice('Bearer '.length).split('.');
+      const tampered = `${header}.${payload}.${signature.slice(0, -4)}${signature.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+      await t.http.get('/developers/me').set('Authorization', `Bearer ${tampered}`).expect(401);
+    });
+  });
 });
