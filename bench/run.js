@@ -233,7 +233,13 @@ async function main() {
   const profiling = (name) =>
     CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${resultsDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`] : [];
   procs.service = S.startNode(
-    [...profiling('service'), '--expose-gc', '--require', join(__dirname, 'lib/gc-on-signal.js'), join(root, 'dist/src/main.js')],
+    [
+      ...profiling('service'),
+      '--expose-gc',
+      '--require',
+      join(__dirname, 'lib/gc-on-signal.js'),
+      join(root, 'dist/src/main.js'),
+    ],
     {
       env,
       logFile: serviceLog,
