@@ -1,3 +1,4 @@
+import { readRows } from '../database/hot-query';
 import { lockForTransaction } from '../database/transaction-lock';
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
@@ -300,7 +301,8 @@ export class DatabasesService {
   async idsByWorkspace(workspaceIds: string[]): Promise<Map<string, string[]>> {
     const result = new Map<string, string[]>(workspaceIds.map((id) => [id, []]));
     if (!workspaceIds.length) return result;
-    const rows = await this.dataSource.query<{ id: string; workspace_id: string }[]>(
+    const rows = await readRows<{ id: string; workspace_id: string }>(
+      this.dataSource,
       `SELECT id, workspace_id FROM databases
         WHERE workspace_id = ANY($1::uuid[]) AND deleted IS NULL
         ORDER BY created ASC, id ASC`,
@@ -318,7 +320,8 @@ export class DatabasesService {
   async findOperable(workspace: WorkspaceEntity, name: string): Promise<DatabaseEntity> {
     // On every operation on a database (reads included): one indexed statement, raw rows.
     const rows = isValidDatabaseName(name)
-      ? await this.dataSource.query<DatabaseRow[]>(
+      ? await readRows<DatabaseRow>(
+          this.dataSource,
           `SELECT ${DATABASE_COLUMNS} FROM databases
             WHERE workspace_id = $1 AND name = $2 AND finalized IS NULL
             ORDER BY deleted DESC NULLS FIRST LIMIT 1`,

@@ -7,6 +7,7 @@ import { ErrorCode } from '../common/errors/error-code';
 import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
 import { randomToken } from '../common/crypto/tokens';
 import { isUuid } from '../common/http/uuid';
+import { readRows } from '../database/hot-query';
 import { toWorkspace, type WorkspaceRow } from '../workspaces/workspace-rows';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { DeveloperEntity, DeveloperKind } from './developer.entity';
@@ -45,12 +46,12 @@ export class DevelopersService {
    * statement, raw rows, no entity hydration. Inside a transaction, pass its `manager` (a second
    * pool connection per transaction can exhaust the pool).
    */
-  async findActive(id: string, manager: EntityManager = this.developers.manager): Promise<DeveloperIdentity | null> {
+  async findActive(id: string, manager?: EntityManager): Promise<DeveloperIdentity | null> {
     if (!isUuid(id)) return null;
-    const rows = await manager.query<DeveloperIdentity[]>(
-      'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL',
-      [id],
-    );
+    const sql = 'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL';
+    const rows = manager
+      ? await manager.query<DeveloperIdentity[]>(sql, [id])
+      : await readRows<DeveloperIdentity>(this.developers.manager.connection, sql, [id]);
     return rows[0] ?? null;
   }
 
@@ -65,9 +66,8 @@ export class DevelopersService {
     slug: string,
   ): Promise<{ developer: DeveloperIdentity | null; workspace: WorkspaceEntity | null }> {
     if (!isUuid(id)) return { developer: null, workspace: null };
-    const rows = await this.developers.manager.query<
-      (DeveloperIdentity & { workspace_id: string | null } & Omit<WorkspaceRow, 'id'>)[]
-    >(
+    const rows = await readRows<DeveloperIdentity & { workspace_id: string | null } & Omit<WorkspaceRow, 'id'>>(
+      this.developers.manager.connection,
       `SELECT d.id, d.email, d.kind,
               w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created
          FROM developers d

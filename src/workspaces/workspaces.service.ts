@@ -5,6 +5,7 @@ import { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { DeveloperKind } from '../developers/developer.entity';
+import { readRows } from '../database/hot-query';
 import { slugify } from './slug';
 import { toWorkspace, type WorkspaceRow } from './workspace-rows';
 import { WorkspaceMemberEntity } from './workspace-member.entity';
@@ -67,7 +68,8 @@ export class WorkspacesService {
    * does not exist). On every workspace-scoped request: one indexed statement, raw rows.
    */
   async findForMember(slug: string, developerId: string): Promise<WorkspaceEntity | null> {
-    const rows = await this.dataSource.query<WorkspaceRow[]>(
+    const rows = await readRows<WorkspaceRow>(
+      this.dataSource,
       `SELECT w.id, w.name, w.slug, w.billing_customer_id, w.created
          FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id AND m.developer_id = $1
         WHERE w.slug = $2`,
@@ -153,7 +155,8 @@ export class WorkspacesService {
     const result = new Map<string, WorkspaceEntity[]>(developerIds.map((id) => [id, []]));
     if (!developerIds.length) return result;
     // On every /developers/me: one indexed statement, raw rows.
-    const rows = await this.dataSource.query<(WorkspaceRow & { member_id: string })[]>(
+    const rows = await readRows<WorkspaceRow & { member_id: string }>(
+      this.dataSource,
       `SELECT m.developer_id AS member_id, w.id, w.name, w.slug, w.billing_customer_id, w.created
          FROM workspace_members m JOIN workspaces w ON w.id = m.workspace_id
         WHERE m.developer_id = ANY($1::uuid[])${
