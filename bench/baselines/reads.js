@@ -4,9 +4,10 @@
  * what the service does for the same request and nothing else:
  *   - the same RS256 bearer token, verified by jsonwebtoken (what passport-jwt calls) against a
  *     prebuilt KeyObject, with the same issuer, audience and expiry checks;
- *   - the same SQL text the service sends (captured from PostgreSQL's statement log, TypeORM's
- *     aliases included): the JWT strategy's developer lookup, the workspace membership guard, the
- *     database read / the three /developers/me reads;
+ *   - the three statements the issue names, as the service sends them or sent them: the developer
+ *     lookup, the membership check, the database read (the service now reads the developer and the
+ *     membership in one statement, which is part of what is measured); for /developers/me the
+ *     developer, their workspaces and the database ids, the service's own SQL;
  *   - a pg pool of the same size (DATABASE_POOL_SIZE);
  *   - a byte-identical JSON body (the bench compares them before it measures).
  * Constant parts (the data plane's public host) are computed once, as a hand-written app would.
@@ -39,10 +40,14 @@ const DEVELOPER_BY_ID = 'SELECT id, email, kind FROM developers WHERE id = $1 AN
 const WORKSPACE_FOR_MEMBER = `SELECT w.id, w.name, w.slug, w.billing_customer_id, w.created
          FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id AND m.developer_id = $1
         WHERE w.slug = $2`;
-const DATABASE_BY_NAME =
-  'SELECT "d"."id" AS "d_id", "d"."workspace_id" AS "d_workspace_id", "d"."name" AS "d_name", "d"."region" AS "d_region", "d"."sharded" AS "d_sharded", "d"."status" AS "d_status", "d"."physical_name" AS "d_physical_name", "d"."last_error" AS "d_last_error", "d"."provision_attempts" AS "d_provision_attempts", "d"."deleted" AS "d_deleted", "d"."deletion_due_at" AS "d_deletion_due_at", "d"."finalized" AS "d_finalized", "d"."server_id" AS "d_server_id", "d"."created" AS "d_created", "d"."updated" AS "d_updated" FROM "databases" "d" WHERE "d"."workspace_id" = $1 AND "d"."name" = $2 AND "d"."finalized" IS NULL ORDER BY "d"."deleted" DESC NULLS FIRST';
-const WORKSPACES_OF =
-  'SELECT "m"."developer_id" AS member_id, "w"."id" AS id, "w"."name" AS name, "w"."slug" AS slug, "w"."billing_customer_id" AS billing_customer_id, "w"."created" AS created FROM "workspace_members" "m" INNER JOIN "workspaces" "w" ON "w"."id" = "m"."workspace_id" WHERE "m"."developer_id" IN ($1) ORDER BY "w"."created" ASC, "w"."id" ASC';
+const DATABASE_BY_NAME = `SELECT id, workspace_id, name, region, sharded, server_id, status, physical_name, last_error,
+       provision_attempts, deleted, deletion_due_at, finalized, created, updated FROM databases
+            WHERE workspace_id = $1 AND name = $2 AND finalized IS NULL
+            ORDER BY deleted DESC NULLS FIRST LIMIT 1`;
+const WORKSPACES_OF = `SELECT m.developer_id AS member_id, w.id, w.name, w.slug, w.billing_customer_id, w.created
+         FROM workspace_members m JOIN workspaces w ON w.id = m.workspace_id
+        WHERE m.developer_id = ANY($1::uuid[])
+        ORDER BY w.created ASC, w.id ASC`;
 const DATABASE_IDS_OF = `SELECT id, workspace_id FROM databases
         WHERE workspace_id = ANY($1::uuid[]) AND deleted IS NULL
         ORDER BY created ASC, id ASC`;
@@ -85,24 +90,24 @@ app.get('/workspaces/:workspaceSlug/databases/:databaseName', async (req, res) =
   const d = (await pool.query(DATABASE_BY_NAME, [ws.id, req.params.databaseName])).rows[0];
   if (!d) return fail(res, 404, 'entity_not_found', `No database named ${req.params.databaseName}`);
   res.json({
-    id: d.d_id,
-    name: d.d_name,
+    id: d.id,
+    name: d.name,
     workspace: workspaceJson(ws),
-    status: d.d_status,
-    region: d.d_region,
+    status: d.status,
+    region: d.region,
     expandable: false,
-    sharded: d.d_sharded,
-    created: d.d_created,
-    deleted: d.d_deleted ?? undefined,
-    apiHost: `${publicUrl}/databases/${d.d_id}`,
-    dbHost: d.d_status === 'READY' && !d.d_finalized && d.d_server_id ? dbHostPrefix + d.d_physical_name : undefined,
+    sharded: d.sharded,
+    created: d.created,
+    deleted: d.deleted ?? undefined,
+    apiHost: `${publicUrl}/databases/${d.id}`,
+    dbHost: d.status === 'READY' && !d.finalized && d.server_id ? dbHostPrefix + d.physical_name : undefined,
   });
 });
 
 app.get('/developers/me', async (req, res) => {
   const dev = await authenticate(req);
   if (!dev) return fail(res, 401, 'invalid_credentials', 'Missing, invalid or expired bearer token');
-  const workspaces = (await pool.query(WORKSPACES_OF, [dev.id])).rows;
+  const workspaces = (await pool.query(WORKSPACES_OF, [[dev.id]])).rows;
   const ids = [...new Set(workspaces.map((w) => w.id))];
   const byWorkspace = new Map(ids.map((id) => [id, []]));
   if (ids.length) {

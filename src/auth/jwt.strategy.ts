@@ -4,6 +4,7 @@ import type { Request } from 'express';
 import { LRUCache } from 'lru-cache';
 import { ExtractJwt, Strategy } from 'passport-jwt';
 import { AppConfig } from '../config/app-config';
+import { isValidDatabaseName } from '../databases/database-name';
 import { DevelopersService } from '../developers/developers.service';
 import { isPossibleSlug, type WorkspaceRequest } from '../workspaces/workspace-request';
 import type { AuthenticatedDeveloper } from './authenticated-developer';
@@ -75,15 +76,22 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
 
   /**
    * The token's developer, if not deleted. On a workspace-scoped route the same statement reads the
-   * caller's membership of that workspace, which the workspace guard then uses instead of asking again.
+   * caller's membership of that workspace, which the workspace guard then uses instead of asking
+   * again, and on a `:databaseName` route that database, which a handler may use (see PrefetchedDatabase).
    */
   private async load(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
     const slug: unknown = req.params?.workspaceSlug;
+    const databaseName: unknown = req.params?.databaseName;
     let developer;
     if (typeof slug === 'string' && isPossibleSlug(slug)) {
-      const found = await this.developers.findActiveWithWorkspace(payload.sub, slug);
+      const name = typeof databaseName === 'string' && isValidDatabaseName(databaseName) ? databaseName : undefined;
+      const found = await this.developers.findActiveWithWorkspace(payload.sub, slug, name);
       developer = found.developer;
-      (req as WorkspaceRequest).membership = { slug, workspace: found.workspace };
+      (req as WorkspaceRequest).membership = {
+        slug,
+        workspace: found.workspace,
+        ...(name !== undefined && found.database !== undefined ? { database: { name, row: found.database } } : {}),
+      };
     } else {
       developer = await this.developers.findActive(payload.sub);
     }

@@ -1,9 +1,37 @@
 import type { Region } from '../config/regions';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 
+const COLUMN_NAMES = [
+  'id',
+  'workspace_id',
+  'name',
+  'region',
+  'sharded',
+  'server_id',
+  'status',
+  'physical_name',
+  'last_error',
+  'provision_attempts',
+  'deleted',
+  'deletion_due_at',
+  'finalized',
+  'created',
+  'updated',
+] as const;
+
 /** Every column of `databases`, for raw reads on hot paths (no query building, no hydration). */
-export const DATABASE_COLUMNS = `id, workspace_id, name, region, sharded, server_id, status, physical_name, last_error,
-       provision_attempts, deleted, deletion_due_at, finalized, created, updated`;
+export const DATABASE_COLUMNS = COLUMN_NAMES.join(', ');
+
+/** The same columns of the row aliased `alias`, each named `db_<column>` (beside other tables' columns). */
+export function prefixedDatabaseColumns(alias: string): string {
+  return COLUMN_NAMES.map((column) => `${alias}.${column} AS db_${column}`).join(', ');
+}
+
+/** The database in a row read with prefixedDatabaseColumns; null when the row has none. */
+export function prefixedDatabase(row: Record<string, unknown>): DatabaseEntity | null {
+  if (row.db_id === null || row.db_id === undefined) return null;
+  return toDatabase(Object.fromEntries(COLUMN_NAMES.map((c) => [c, row[`db_${c}`]])) as unknown as DatabaseRow);
+}
 
 /** A `databases` row as raw SQL returns it. */
 export interface DatabaseRow {

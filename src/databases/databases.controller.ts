@@ -5,8 +5,10 @@ import { ApiErrors } from '../common/http/api-errors.decorator';
 import { AppConfig } from '../config/app-config';
 import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-access.guard';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import type { DatabaseEntity } from './database.entity';
 import { DatabaseResponse } from './database.response';
 import { DatabasesService } from './databases.service';
+import { PrefetchedDatabase } from './prefetched-database.decorator';
 import { CreateDatabaseDto } from './dto/create-database.dto';
 import { DEFAULT_DATABASE_PAGE, ListDatabasesQueryDto } from './dto/list-databases-query.dto';
 import { RenameDatabaseDto } from './dto/rename-database.dto';
@@ -71,8 +73,12 @@ export class DatabasesController {
   })
   @ApiResponse({ status: 200, type: DatabaseResponse })
   @ApiErrors(404)
-  get(@CurrentWorkspace() workspace: WorkspaceEntity, @Param('databaseName') name: string): Promise<DatabaseResponse> {
-    return this.databases.get(workspace, name);
+  get(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @Param('databaseName') name: string,
+    @PrefetchedDatabase() prefetched: DatabaseEntity | null | undefined,
+  ): Promise<DatabaseResponse> {
+    return this.databases.get(workspace, name, prefetched);
   }
 
   @Put(':databaseName')

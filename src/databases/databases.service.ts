@@ -167,8 +167,10 @@ export class DatabasesService {
     };
   }
 
-  async get(workspace: WorkspaceEntity, name: string): Promise<DatabaseResponse> {
-    return this.describe(await this.findOperable(workspace, name), workspace);
+  /** `prefetched`: the database as authentication already read it (see PrefetchedDatabase), if it did. */
+  async get(workspace: WorkspaceEntity, name: string, prefetched?: DatabaseEntity | null): Promise<DatabaseResponse> {
+    if (prefetched === null) throw this.notFound(workspace, name);
+    return this.describe(prefetched ?? (await this.findOperable(workspace, name)), workspace);
   }
 
   /**

@@ -8,6 +8,8 @@ import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password
 import { randomToken } from '../common/crypto/tokens';
 import { isUuid } from '../common/http/uuid';
 import { readRows } from '../database/hot-query';
+import { prefixedDatabase, prefixedDatabaseColumns } from '../databases/database-rows';
+import type { DatabaseEntity } from '../databases/database.entity';
 import { toWorkspace, type WorkspaceRow } from '../workspaces/workspace-rows';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { DeveloperEntity, DeveloperKind } from './developer.entity';
@@ -56,32 +58,60 @@ export class DevelopersService {
   }
 
   /**
-   * The developer if not deleted, and the workspace with that slug if they are a member of it, in
-   * one indexed statement: what a workspace-scoped request needs before anything else, in one round
-   * trip instead of two. `developer` is null when the developer is gone; `workspace` is null when
-   * there is no such workspace or they are not a member (callers must not tell these apart).
+   * What a workspace-scoped request needs before anything else, in one indexed statement instead of
+   * two or three: the developer if not deleted; the workspace with that slug if they are a member of
+   * it; and, when `databaseName` is given, the database that operations on that name act on (see
+   * DatabasesService.findOperable, whose rule this repeats). `developer` is null when the developer
+   * is gone; `workspace` is null when there is no such workspace or they are not a member (callers
+   * must not tell these apart); `database` is null when the workspace has no such database.
    */
   async findActiveWithWorkspace(
     id: string,
     slug: string,
-  ): Promise<{ developer: DeveloperIdentity | null; workspace: WorkspaceEntity | null }> {
+    databaseName?: string,
+  ): Promise<{
+    developer: DeveloperIdentity | null;
+    workspace: WorkspaceEntity | null;
+    database?: DatabaseEntity | null;
+  }> {
     if (!isUuid(id)) return { developer: null, workspace: null };
-    const rows = await readRows<DeveloperIdentity & { workspace_id: string | null } & Omit<WorkspaceRow, 'id'>>(
+    const withDatabase = databaseName !== undefined;
+    const rows = await readRows<
+      DeveloperIdentity & { workspace_id: string | null } & Omit<WorkspaceRow, 'id'> & Record<string, unknown>
+    >(
       this.developers.manager.connection,
       `SELECT d.id, d.email, d.kind,
-              w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created
+              w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created${
+                withDatabase ? `, ${prefixedDatabaseColumns('db')}` : ''
+              }
          FROM developers d
          LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id)
-                ON m.developer_id = d.id AND w.slug = $2
+                ON m.developer_id = d.id AND w.slug = $2${
+                  withDatabase
+                    ? `
+         LEFT JOIN LATERAL (SELECT * FROM databases
+                             WHERE workspace_id = w.id AND name = $3 AND finalized IS NULL
+                             ORDER BY deleted DESC NULLS FIRST LIMIT 1) db ON true`
+                    : ''
+                }
         WHERE d.id = $1 AND d.deleted IS NULL`,
-      [id, slug.toLowerCase()],
+      withDatabase ? [id, slug.toLowerCase(), databaseName] : [id, slug.toLowerCase()],
     );
     const row = rows[0];
     if (!row) return { developer: null, workspace: null };
-    const { id: developerId, email, kind, workspace_id: workspaceId, ...workspace } = row;
+    const { id: developerId, email, kind, workspace_id: workspaceId, name, slug: workspaceSlug } = row;
     return {
       developer: { id: developerId, email, kind },
-      workspace: workspaceId ? toWorkspace({ ...workspace, id: workspaceId }) : null,
+      workspace: workspaceId
+        ? toWorkspace({
+            id: workspaceId,
+            name,
+            slug: workspaceSlug,
+            billing_customer_id: row.billing_customer_id,
+            created: row.created,
+          })
+        : null,
+      ...(withDatabase ? { database: prefixedDatabase(row) } : {}),
     };
   }
 
