@@ -8,6 +8,7 @@ import { isValidDatabaseName } from '../databases/database-name';
 import { DevelopersService } from '../developers/developers.service';
 import { isPossibleSlug, type WorkspaceRequest } from '../workspaces/workspace-request';
 import type { AuthenticatedDeveloper } from './authenticated-developer';
+import type { OwnProfileRequest } from './own-profile';
 import { SigningKeys } from './signing-keys';
 
 interface AccessTokenPayload {
@@ -77,7 +78,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   /**
    * The token's developer, if not deleted. On a workspace-scoped route the same statement reads the
    * caller's membership of that workspace, which the workspace guard then uses instead of asking
-   * again, and on a `:databaseName` route that database, which a handler may use (see PrefetchedDatabase).
+   * again, and on a `:databaseName` route that database, which a handler may use (see PrefetchedDatabase);
+   * on a route marked AuthenticationReadsOwnProfile, the caller's workspaces and database ids.
    */
   private async load(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
     const slug: unknown = req.params?.workspaceSlug;
@@ -92,6 +94,10 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
         workspace: found.workspace,
         ...(name !== undefined && found.database !== undefined ? { database: { name, row: found.database } } : {}),
       };
+    } else if ((req as OwnProfileRequest).readsOwnProfile) {
+      const found = await this.developers.findActiveWithWorkspaces(payload.sub);
+      developer = found?.developer;
+      if (found) (req as OwnProfileRequest).ownWorkspaces = found.workspaces;
     } else {
       developer = await this.developers.findActive(payload.sub);
     }

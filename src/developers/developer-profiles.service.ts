@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { OwnWorkspaces } from '../auth/own-profile';
 import { DatabasesService } from '../databases/databases.service';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
@@ -19,10 +20,13 @@ export class DeveloperProfiles {
     private readonly databases: DatabasesService,
   ) {}
 
-  /** The caller's own profile: the authentication just loaded the (active) developer. */
-  async describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>): Promise<DeveloperResponse> {
-    const [profile] = await this.profilesOf([caller]);
-    return profile;
+  /** The caller's own profile (`/developers/me`), from what authentication read (see AuthenticationReadsOwnProfile). */
+  describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>, own: OwnWorkspaces): DeveloperResponse {
+    return this.toResponse(
+      caller,
+      own.map((w) => w.workspace),
+      own.flatMap((w) => w.databaseIds),
+    );
   }
 
   /** The members of a workspace, as the caller may see them. */

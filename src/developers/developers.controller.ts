@@ -2,6 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
+import { AuthenticationReadsOwnProfile, OwnProfile, type OwnWorkspaces } from '../auth/own-profile';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DeveloperResponse } from './developer.response';
 import { DeveloperProfiles } from './developer-profiles.service';
@@ -14,7 +15,8 @@ export class DevelopersController {
   @Get('me')
   @ApiOperation({ operationId: 'identifyDeveloper', summary: 'Identify the developer behind the presented token' })
   @ApiErrors(401)
-  me(@CurrentDeveloper() caller: AuthenticatedDeveloper): Promise<DeveloperResponse> {
-    return this.profiles.describeSelf(caller);
+  @AuthenticationReadsOwnProfile()
+  me(@CurrentDeveloper() caller: AuthenticatedDeveloper, @OwnProfile() own: OwnWorkspaces): DeveloperResponse {
+    return this.profiles.describeSelf(caller, own);
   }
 }

@@ -7,6 +7,7 @@ import { ErrorCode } from '../common/errors/error-code';
 import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
 import { randomToken } from '../common/crypto/tokens';
 import { isUuid } from '../common/http/uuid';
+import type { OwnWorkspaces } from '../auth/own-profile';
 import { readRows } from '../database/hot-query';
 import { prefixedDatabase, prefixedDatabaseColumns } from '../databases/database-rows';
 import type { DatabaseEntity } from '../databases/database.entity';
@@ -112,6 +113,40 @@ export class DevelopersService {
           })
         : null,
       ...(withDatabase ? { database: prefixedDatabase(row) } : {}),
+    };
+  }
+
+  /**
+   * The developer if not deleted, with their workspaces (oldest first) and each workspace's live
+   * database ids (oldest first), in one statement: `/developers/me` in one round trip.
+   */
+  async findActiveWithWorkspaces(
+    id: string,
+  ): Promise<{ developer: DeveloperIdentity; workspaces: OwnWorkspaces } | null> {
+    if (!isUuid(id)) return null;
+    const rows = await readRows<
+      DeveloperIdentity & { workspace_id: string | null; database_ids: string[] | null } & Omit<WorkspaceRow, 'id'>
+    >(
+      this.developers.manager.connection,
+      `SELECT d.id, d.email, d.kind,
+              w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created,
+              (SELECT coalesce(json_agg(x.id ORDER BY x.created, x.id), '[]'::json)
+                 FROM databases x WHERE x.workspace_id = w.id AND x.deleted IS NULL) AS database_ids
+         FROM developers d
+         LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id) ON m.developer_id = d.id
+        WHERE d.id = $1 AND d.deleted IS NULL
+        ORDER BY w.created ASC, w.id ASC`,
+      [id],
+    );
+    if (!rows[0]) return null;
+    const { id: developerId, email, kind } = rows[0];
+    return {
+      developer: { id: developerId, email, kind },
+      workspaces: rows.flatMap((row) =>
+        row.workspace_id
+          ? [{ workspace: toWorkspace({ ...row, id: row.workspace_id }), databaseIds: row.database_ids ?? [] }]
+          : [],
+      ),
     };
   }
 
