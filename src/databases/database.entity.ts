@@ -28,6 +28,8 @@ export enum DatabaseStatus {
 @Entity('databases')
 @Index(['workspaceId', 'name'], { unique: true, where: '"deleted" IS NULL' })
 @Index(['workspaceId', 'created'])
+// Live databases in (created, id) order: the list's keyset pages and /developers/me read it without sorting.
+@Index('IDX_databases_live_by_created', ['workspaceId', 'created', 'id'], { where: '"deleted" IS NULL' })
 export class DatabaseEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

@@ -130,8 +130,12 @@ export class DevelopersService {
       this.developers.manager.connection,
       `SELECT d.id, d.email, d.kind,
               w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created,
-              (SELECT coalesce(json_agg(x.id ORDER BY x.created, x.id), '[]'::json)
-                 FROM databases x WHERE x.workspace_id = w.id AND x.deleted IS NULL) AS database_ids
+              -- Aggregated from an ordered subquery (nothing else at its level), which keeps the
+              -- order and lets PostgreSQL read the live-databases index in order instead of sorting.
+              (SELECT coalesce(json_agg(x.id), '[]'::json)
+                 FROM (SELECT id FROM databases
+                        WHERE workspace_id = w.id AND deleted IS NULL
+                        ORDER BY created, id) x) AS database_ids
          FROM developers d
          LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id) ON m.developer_id = d.id
         WHERE d.id = $1 AND d.deleted IS NULL

@@ -4,6 +4,7 @@ import { DataPlaneFleet1795448293373 } from './1795448293373-DataPlaneFleet';
 import { InsightsStorage1795448796603 } from './1795448796603-InsightsStorage';
 import { InstantDatabases1795449305544 } from './1795449305544-InstantDatabases';
 import { InviteEmailLease1795451181933 } from './1795451181933-InviteEmailLease';
+import { LiveDatabasesIndex1795462487577 } from './1795462487577-LiveDatabasesIndex';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -13,4 +14,5 @@ export const MIGRATIONS: (new () => object)[] = [
   InsightsStorage1795448796603,
   InstantDatabases1795449305544,
   InviteEmailLease1795451181933,
+  LiveDatabasesIndex1795462487577,
 ];
