@@ -394,18 +394,23 @@ async function main() {
   await scenario('tail_latency', '≤ 3', async () => {
     if (!maxReadRate) throw new Error('read_database gave no maximum rate');
     const rate = Math.round(maxReadRate * 0.7);
-    const r = countReads(await reads(ours, readPath, P.tailSeconds, { overallRate: rate }));
+    const r = countReads(await S.fixedRate({ url: ours + readPath, headers: a.auth, rate, seconds: P.tailSeconds }));
+    // The baseline at the same rate: what this machine and load generator give a minimal server.
+    const b = await S.fixedRate({ url: raw.reads + readPath, headers: a.auth, rate, seconds: P.tailSeconds });
     const ratio = r.latency.p99 / r.latency.p50;
+    const tail = (x) => `p99 ${fmt(x.latency.p99, 1)} ms ÷ p50 ${fmt(x.latency.p50, 1)} ms`;
     record({
       scenario: 'tail_latency',
-      metric: `p99 ÷ p50 of ${readPath.replace('bench_read1', '{name}')} at a fixed ${rate} req/s (70% of the max), ${P.tailSeconds} s`,
+      metric: `p99 ÷ p50 of ${readPath.replace('bench_read1', '{name}')} at a fixed ${rate} req/s (70% of the max), ${P.tailSeconds} s, open loop`,
       unit: 'ms',
       ours: ratio,
+      baseline: b.latency.p99 / b.latency.p50,
       ratio,
       target: '≤ 3',
       met: ratio <= 3,
-      note: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms at ${fmt(r.requests.average)} req/s`,
-      oursText: `p99 ${r.latency.p99} ms ÷ p50 ${r.latency.p50} ms`,
+      note: `open-loop fixed rate, latency from each request's due time; ours ${tail(r)} at ${fmt(r.requests.average)} req/s, baseline ${tail(b)}`,
+      oursText: tail(r),
+      baselineText: tail(b),
     });
   });
 

@@ -5,6 +5,7 @@ const { spawn, spawnSync } = require('node:child_process');
 const { openSync, readFileSync } = require('node:fs');
 const { cpus } = require('node:os');
 const autocannon = require('autocannon');
+const { Agent, request } = require('node:http');
 const { createServer } = require('node:net');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -101,6 +102,60 @@ async function load(options) {
     );
   }
   return r;
+}
+
+/**
+ * Open-loop load at a fixed rate: request i is due at start + i / rate, whatever the answers before
+ * it did, over keep-alive connections (as many as are in flight). Latency is measured from the time
+ * a request was due, not from when it could be sent, so a stall counts for every request it delays
+ * (no coordinated omission). autocannon's `overallRate` is not this: each connection sends back to
+ * back until its budget for the second is spent, then waits for the next second (bursts).
+ */
+async function fixedRate({ url, headers = {}, rate, seconds }) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const total = Math.round(rate * seconds);
+  const latencies = [];
+  let failures = 0;
+  const start = performance.now();
+  await new Promise((resolve) => {
+    let sent = 0;
+    let done = 0;
+    const finish = (due, ok) => {
+      latencies.push(performance.now() - due);
+      if (!ok) failures++;
+      if (++done === total) resolve();
+    };
+    const tick = () => {
+      const now = performance.now();
+      while (sent < total && start + (sent * 1000) / rate <= now) {
+        const due = start + (sent * 1000) / rate;
+        sent++;
+        const send = (retry) => {
+          const req = request(url, { agent, headers }, (res) => {
+            res.resume();
+            res.on('end', () => finish(due, res.statusCode === 200));
+          });
+          // A kept-alive socket the server closed as the request went out: send it again, as
+          // Node's documentation advises for idempotent requests (its latency still counts from due).
+          req.on('error', (err) =>
+            retry && req.reusedSocket && err.code === 'ECONNRESET' ? send(false) : finish(due, false),
+          );
+          req.end();
+        };
+        send(true);
+      }
+      if (sent < total) setTimeout(tick, 1);
+    };
+    tick();
+  });
+  agent.destroy();
+  if (failures) throw new Error(`${url}: ${failures} of ${total} requests failed at a fixed ${rate} req/s`);
+  latencies.sort((a, b) => a - b);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return {
+    requests: { total, average: total / ((performance.now() - start) / 1000) },
+    latency: { p50: at(0.5), p99: at(0.99) },
+  };
 }
 
 function median(values) {
@@ -223,6 +278,7 @@ module.exports = {
   withCpuPerRequest,
   cannon,
   load,
+  fixedRate,
   median,
   interleave,
   startSmtpSink,
