@@ -1,3 +1,4 @@
+import type { DatabaseRow } from '../../src/databases/database-rows';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
@@ -80,17 +81,7 @@ export interface DatabaseBody {
 /** The metadata row of a database (what the service recorded). */
 export async function databaseRow(t: TestApp, id: string) {
   const [row] = await t.dataSource.query('SELECT * FROM databases WHERE id = $1', [id]);
-  return row as {
-    id: string;
-    name: string;
-    status: string;
-    physical_name: string;
-    last_error: string | null;
-    provision_attempts: number;
-    deleted: Date | null;
-    deletion_due_at: Date | null;
-    finalized: Date | null;
-  };
+  return row as DatabaseRow;
 }
 
 /** Runs `work` with an admin connection to the data-plane server (to check what really exists there). */
