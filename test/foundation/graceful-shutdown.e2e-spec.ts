@@ -76,10 +76,19 @@ describe('graceful shutdown of the API (built app)', () => {
     );
     await new Promise((r) => setTimeout(r, 200));
 
+    // Used again just before the signal, so on a slow machine its keep-alive timeout (5 s) cannot
+    // be what closes it.
+    const again = responseHead(idle);
+    idle.write(`GET /health HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n`);
+    expect(await again).toMatch(/^HTTP\/1.1 200/);
+
     const signalled = Date.now();
     child.kill('SIGTERM');
     await idleClosed;
     expect(Date.now() - signalled).toBeLessThan(1000);
+    // The shutdown has begun (its first line is written as the listener closes) before probing it.
+    for (let i = 0; i < 50 && !output.includes('SIGTERM received'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(output).toContain('SIGTERM received');
 
     const refused = await new Promise<string>((resolve) => {
       const req = http.get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) =>
