@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
-import { type OwnProfileRequest, READS_OWN_PROFILE } from './own-profile';
+import { AUTHENTICATION_READS, type AuthenticatingRequest, type AuthenticationRead } from './authentication-reads';
 import { IS_PUBLIC } from './public.decorator';
 
 /** Deny by default: every route needs a valid bearer token unless it is marked @Public(). */
@@ -16,9 +16,8 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
   override canActivate(context: ExecutionContext) {
     const isPublic = this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()]);
     if (isPublic) return true;
-    if (this.reflector.get<boolean>(READS_OWN_PROFILE, context.getHandler())) {
-      context.switchToHttp().getRequest<OwnProfileRequest>().readsOwnProfile = true;
-    }
+    const reads = this.reflector.get<AuthenticationRead | undefined>(AUTHENTICATION_READS, context.getHandler());
+    if (reads) context.switchToHttp().getRequest<AuthenticatingRequest>().authenticationReads = reads;
     return super.canActivate(context);
   }
 

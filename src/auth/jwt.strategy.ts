@@ -8,7 +8,7 @@ import { isValidDatabaseName } from '../databases/database-name';
 import { DevelopersService } from '../developers/developers.service';
 import { isPossibleSlug, type WorkspaceRequest } from '../workspaces/workspace-request';
 import type { AuthenticatedDeveloper } from './authenticated-developer';
-import type { OwnProfileRequest } from './own-profile';
+import type { AuthenticatingRequest } from './authentication-reads';
 import { SigningKeys } from './signing-keys';
 
 interface AccessTokenPayload {
@@ -78,15 +78,19 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   /**
    * The token's developer, if not deleted. On a workspace-scoped route the same statement reads the
    * caller's membership of that workspace, which the workspace guard then uses instead of asking
-   * again, and on a `:databaseName` route that database, which a handler may use (see PrefetchedDatabase);
-   * on a route marked AuthenticationReadsOwnProfile, the caller's workspaces and database ids.
+   * again; and what the route asks for with AuthenticationReads (its `:databaseName` database, or the
+   * caller's workspaces and database ids).
    */
   private async load(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
+    const reads = (req as AuthenticatingRequest).authenticationReads;
     const slug: unknown = req.params?.workspaceSlug;
     const databaseName: unknown = req.params?.databaseName;
     let developer;
     if (typeof slug === 'string' && isPossibleSlug(slug)) {
-      const name = typeof databaseName === 'string' && isValidDatabaseName(databaseName) ? databaseName : undefined;
+      const name =
+        reads === 'routeDatabase' && typeof databaseName === 'string' && isValidDatabaseName(databaseName)
+          ? databaseName
+          : undefined;
       const found = await this.developers.findActiveWithWorkspace(payload.sub, slug, name);
       developer = found.developer;
       (req as WorkspaceRequest).membership = {
@@ -94,10 +98,10 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
         workspace: found.workspace,
         ...(name !== undefined && found.database !== undefined ? { database: { name, row: found.database } } : {}),
       };
-    } else if ((req as OwnProfileRequest).readsOwnProfile) {
+    } else if (reads === 'ownProfile') {
       const found = await this.developers.findActiveWithWorkspaces(payload.sub);
       developer = found?.developer;
-      if (found) (req as OwnProfileRequest).ownWorkspaces = found.workspaces;
+      if (found) (req as AuthenticatingRequest).ownWorkspaces = found.workspaces;
     } else {
       developer = await this.developers.findActive(payload.sub);
     }

@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { AuthenticationReads } from '../auth/authentication-reads';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { AppConfig } from '../config/app-config';
 import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-access.guard';
@@ -73,6 +74,7 @@ export class DatabasesController {
   })
   @ApiResponse({ status: 200, type: DatabaseResponse })
   @ApiErrors(404)
+  @AuthenticationReads('routeDatabase')
   get(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('databaseName') name: string,

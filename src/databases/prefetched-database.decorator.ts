@@ -4,8 +4,9 @@ import type { DatabaseEntity } from './database.entity';
 
 /**
  * The `:databaseName` database of the route's workspace as authentication read it, in the statement
- * that loaded the developer and their membership (the rule of DatabasesService.findOperable): null
- * when there is no such database, undefined when it was not read (then ask findOperable).
+ * that loaded the developer and their membership (the rule of DatabasesService.findOperable), on a
+ * route marked `@AuthenticationReads('routeDatabase')`: null when there is no such database,
+ * undefined when it was not read (then ask findOperable).
  */
 export const PrefetchedDatabase = createParamDecorator(
   (_: unknown, ctx: ExecutionContext): DatabaseEntity | null | undefined => {

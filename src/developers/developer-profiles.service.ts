@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { OwnWorkspaces } from '../auth/own-profile';
+import type { OwnWorkspaces } from '../auth/authentication-reads';
 import { DatabasesService } from '../databases/databases.service';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
@@ -20,7 +20,7 @@ export class DeveloperProfiles {
     private readonly databases: DatabasesService,
   ) {}
 
-  /** The caller's own profile (`/developers/me`), from what authentication read (see AuthenticationReadsOwnProfile). */
+  /** The caller's own profile (`/developers/me`), from what authentication read (see AuthenticationReads). */
   describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>, own: OwnWorkspaces): DeveloperResponse {
     return this.toResponse(
       caller,

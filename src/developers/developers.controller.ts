@@ -2,7 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
-import { AuthenticationReadsOwnProfile, OwnProfile, type OwnWorkspaces } from '../auth/own-profile';
+import { AuthenticationReads, OwnProfile, type OwnWorkspaces } from '../auth/authentication-reads';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DeveloperResponse } from './developer.response';
 import { DeveloperProfiles } from './developer-profiles.service';
@@ -15,7 +15,7 @@ export class DevelopersController {
   @Get('me')
   @ApiOperation({ operationId: 'identifyDeveloper', summary: 'Identify the developer behind the presented token' })
   @ApiErrors(401)
-  @AuthenticationReadsOwnProfile()
+  @AuthenticationReads('ownProfile')
   me(@CurrentDeveloper() caller: AuthenticatedDeveloper, @OwnProfile() own: OwnWorkspaces): DeveloperResponse {
     return this.profiles.describeSelf(caller, own);
   }

@@ -7,7 +7,7 @@ import { ErrorCode } from '../common/errors/error-code';
 import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
 import { randomToken } from '../common/crypto/tokens';
 import { isUuid } from '../common/http/uuid';
-import type { OwnWorkspaces } from '../auth/own-profile';
+import type { OwnWorkspaces } from '../auth/authentication-reads';
 import { readRows } from '../database/hot-query';
 import { prefixedDatabase, prefixedDatabaseColumns } from '../databases/database-rows';
 import type { DatabaseEntity } from '../databases/database.entity';
@@ -100,18 +100,9 @@ export class DevelopersService {
     );
     const row = rows[0];
     if (!row) return { developer: null, workspace: null };
-    const { id: developerId, email, kind, workspace_id: workspaceId, name, slug: workspaceSlug } = row;
     return {
-      developer: { id: developerId, email, kind },
-      workspace: workspaceId
-        ? toWorkspace({
-            id: workspaceId,
-            name,
-            slug: workspaceSlug,
-            billing_customer_id: row.billing_customer_id,
-            created: row.created,
-          })
-        : null,
+      developer: { id: row.id, email: row.email, kind: row.kind },
+      workspace: row.workspace_id ? toWorkspace({ ...row, id: row.workspace_id }) : null,
       ...(withDatabase ? { database: prefixedDatabase(row) } : {}),
     };
   }
