@@ -96,7 +96,7 @@ export const REDACTED_PATHS = [
             customLogLevel: (_req, res, err) =>
               err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
           },
-          // Written synchronously (pino's default): an asynchronous destination measured no cheaper
+          // Written synchronously (pino's default): an asynchronous destination showed no clear gain
           // per request, and CI twice saw the graceful-shutdown spec fail while it was in place.
           destination({ dest: 1, sync: true }),
         ],
