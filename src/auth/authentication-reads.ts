@@ -14,8 +14,12 @@ export const AUTHENTICATION_READS = 'auth:reads';
 
 export const AuthenticationReads = (what: AuthenticationRead) => SetMetadata(AUTHENTICATION_READS, what);
 
-/** The caller's workspaces, oldest first, each with the ids of its live databases, oldest first. */
-export type OwnWorkspaces = { workspace: WorkspaceEntity; databaseIds: string[] }[];
+/**
+ * The caller's workspaces, oldest first, each with the ids of its live databases, oldest first, as
+ * JSON text: the ids' JSON strings joined by commas ('' when none). A caller may see 100k databases;
+ * the ids go from PostgreSQL into the response without becoming 100k strings in between.
+ */
+export type OwnWorkspaces = { workspace: WorkspaceEntity; databaseIdsJson: string }[];
 
 export type AuthenticatingRequest = Request & {
   authenticationReads?: AuthenticationRead;

@@ -20,13 +20,22 @@ export class DeveloperProfiles {
     private readonly databases: DatabasesService,
   ) {}
 
-  /** The caller's own profile (`/developers/me`), from what authentication read (see AuthenticationReads). */
-  describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>, own: OwnWorkspaces): DeveloperResponse {
-    return this.toResponse(
-      caller,
-      own.map((w) => w.workspace),
-      own.flatMap((w) => w.databaseIds),
+  /**
+   * The caller's own profile (`/developers/me`) as JSON text, from what authentication read (see
+   * AuthenticationReads): the same document as `toResponse` would give, with the database ids spliced
+   * in as PostgreSQL wrote them (they are the bulk of it when a caller sees many databases).
+   */
+  describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>, own: OwnWorkspaces): string {
+    const EMPTY_LAST = '[]}'; // `databases`, the last property, as toResponse gives it here
+    const withoutIds = JSON.stringify(
+      this.toResponse(
+        caller,
+        own.map((w) => w.workspace),
+        [],
+      ),
     );
+    const ids = own.flatMap((w) => (w.databaseIdsJson ? [w.databaseIdsJson] : [])).join(',');
+    return `${withoutIds.slice(0, -EMPTY_LAST.length)}[${ids}]}`;
   }
 
   /** The members of a workspace, as the caller may see them. */

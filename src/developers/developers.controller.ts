@@ -1,5 +1,5 @@
-import { Controller, Get } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Header } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
 import { AuthenticationReads, OwnProfile, type OwnWorkspaces } from '../auth/authentication-reads';
@@ -15,8 +15,10 @@ export class DevelopersController {
   @Get('me')
   @ApiOperation({ operationId: 'identifyDeveloper', summary: 'Identify the developer behind the presented token' })
   @ApiErrors(401)
+  @ApiOkResponse({ type: DeveloperResponse })
   @AuthenticationReads('ownProfile')
-  me(@CurrentDeveloper() caller: AuthenticatedDeveloper, @OwnProfile() own: OwnWorkspaces): DeveloperResponse {
+  @Header('Content-Type', 'application/json; charset=utf-8')
+  me(@CurrentDeveloper() caller: AuthenticatedDeveloper, @OwnProfile() own: OwnWorkspaces): string {
     return this.profiles.describeSelf(caller, own);
   }
 }

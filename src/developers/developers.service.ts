@@ -109,21 +109,23 @@ export class DevelopersService {
 
   /**
    * The developer if not deleted, with their workspaces (oldest first) and each workspace's live
-   * database ids (oldest first), in one statement: `/developers/me` in one round trip.
+   * database ids (oldest first, as JSON text), in one statement: `/developers/me` in one round trip.
    */
   async findActiveWithWorkspaces(
     id: string,
   ): Promise<{ developer: DeveloperIdentity; workspaces: OwnWorkspaces } | null> {
     if (!isUuid(id)) return null;
     const rows = await readRows<
-      DeveloperIdentity & { workspace_id: string | null; database_ids: string[] | null } & Omit<WorkspaceRow, 'id'>
+      DeveloperIdentity & { workspace_id: string | null; database_ids: string | null } & Omit<WorkspaceRow, 'id'>
     >(
       this.developers.manager.connection,
       `SELECT d.id, d.email, d.kind,
               w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created,
               -- Aggregated from an ordered subquery (nothing else at its level), which keeps the
               -- order and lets PostgreSQL read the live-databases index in order instead of sorting.
-              (SELECT coalesce(json_agg(x.id), '[]'::json)
+              -- As JSON text (a UUID's text needs no escaping), not a json column: pg would parse
+              -- it into a string per id, which the response would then serialize again.
+              (SELECT string_agg('"' || x.id || '"', ',')
                  FROM (SELECT id FROM databases
                         WHERE workspace_id = w.id AND deleted IS NULL
                         ORDER BY created, id) x) AS database_ids
@@ -139,7 +141,7 @@ export class DevelopersService {
       developer: { id: developerId, email, kind },
       workspaces: rows.flatMap((row) =>
         row.workspace_id
-          ? [{ workspace: toWorkspace({ ...row, id: row.workspace_id }), databaseIds: row.database_ids ?? [] }]
+          ? [{ workspace: toWorkspace({ ...row, id: row.workspace_id }), databaseIdsJson: row.database_ids ?? '' }]
           : [],
       ),
     };

@@ -115,4 +115,36 @@ describe('developers of a workspace', () => {
     const res = await t.http.get('/developers/me').set(me.auth).expect(200);
     expect(res.body.workspaces).toEqual([expect.objectContaining({ id: ws.id, slug: ws.slug })]);
   });
+
+  it('answers /developers/me with the whole Developer document as JSON: workspaces oldest first, then the live database ids of each in turn', async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const first = await workspaceWith(me);
+    const empty = await workspaceWith(me);
+    const last = await workspaceWith(me);
+    const create = async (slug: string, databaseName: string) =>
+      (
+        await t.http
+          .post(`/workspaces/${slug}/databases`)
+          .set(me.auth)
+          .send({ databaseName, region: 'AWS_US_WEST_2' })
+          .expect(201)
+      ).body.id as string;
+    const a = await create(first.slug, 'one');
+    const gone = await create(first.slug, 'two');
+    const b = await create(first.slug, 'three');
+    const c = await create(last.slug, 'one');
+    await t.http.delete(`/workspaces/${first.slug}/databases/two`).set(me.auth).expect(200);
+    const workspace = async (slug: string) => (await t.http.get(`/workspaces/${slug}`).set(me.auth).expect(200)).body;
+
+    const res = await t.http.get('/developers/me').set(me.auth).expect(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.body).toEqual({
+      id: me.developer.id,
+      email: me.developer.email,
+      kind: 'HUMAN',
+      workspaces: [await workspace(first.slug), await workspace(empty.slug), await workspace(last.slug)],
+      databases: [a, b, c],
+    });
+    expect(res.text).not.toContain(gone);
+  });
 });
