@@ -1,8 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
+import { AuthenticationReads } from '../auth/authentication-reads';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
 import { ApiErrors } from '../common/http/api-errors.decorator';
+import type { DatabaseEntity } from '../databases/database.entity';
+import { PrefetchedDatabase } from '../databases/prefetched-database.decorator';
 import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-access.guard';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { CreateCredentialResponse, CredentialResponse } from './credential.response';
@@ -26,12 +29,14 @@ export class CredentialsController {
   })
   @ApiResponse({ status: 200, type: CreateCredentialResponse })
   @ApiErrors(404, 409)
+  @AuthenticationReads('routeDatabase')
   create(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('databaseName') databaseName: string,
     @CurrentDeveloper() caller: AuthenticatedDeveloper,
+    @PrefetchedDatabase() prefetched: DatabaseEntity | null | undefined,
   ): Promise<CreateCredentialResponse> {
-    return this.credentials.create(workspace, databaseName, caller.id);
+    return this.credentials.create(workspace, databaseName, caller.id, prefetched);
   }
 
   @Get()

@@ -70,12 +70,14 @@ export class CredentialsService implements OnModuleInit {
     this.finalizers.register('credentials', (database, manager) => this.markDroppedWith(database, manager));
   }
 
+  /** `prefetched`: the database as authentication read it, if it did (see PrefetchedDatabase). */
   async create(
     workspace: WorkspaceEntity,
     databaseName: string,
     callerId: string | null,
+    prefetched?: DatabaseEntity | null,
   ): Promise<CreateCredentialResponse> {
-    const database = await this.databases.findOperable(workspace, databaseName);
+    const database = await this.databases.findOperable(workspace, databaseName, prefetched);
     const issued = await this.issue(database.id, callerId, 'pessimistic_read', () => Promise.resolve(undefined), {
       withinPlanOf: workspace.id,
     });
@@ -319,7 +321,9 @@ export class CredentialsService implements OnModuleInit {
   ): Promise<Issued<T>> {
     const id = randomUUID();
     const password = randomToken(PASSWORD_BYTES);
-    const verifier = await scramSha256Verifier(password);
+    // Computed on the thread pool while (1) runs.
+    const verifying = scramSha256Verifier(password);
+    verifying.catch(() => undefined); // awaited below; (1) may fail first
     const { database, credential } = await this.dataSource.transaction(async (manager) => {
       const row = await this.databases.lock(manager, databaseId, 'pessimistic_read');
       if (!row || row.finalized) {
@@ -333,24 +337,24 @@ export class CredentialsService implements OnModuleInit {
       }
       if (options.withinPlanOf) await this.assertRoomInPlan(manager, options.withinPlanOf, databaseId);
       const repo = manager.getRepository(CredentialEntity);
-      const saved = await repo.save(
-        repo.create({
-          id,
-          databaseId,
-          passwordCiphertext: this.box.seal(password),
-          internal: false,
-          pending: true,
-          tenant: null,
-          createdBy: callerId,
-          expiresAt: null,
-          expiredByRotationId: null,
-          dropped: null,
-        }),
-      );
-      return { database: row, credential: saved };
+      // insert, not save: save would first look the new id up to choose between INSERT and UPDATE.
+      const fresh = repo.create({
+        id,
+        databaseId,
+        passwordCiphertext: this.box.seal(password),
+        internal: false,
+        pending: true,
+        tenant: null,
+        createdBy: callerId,
+        expiresAt: null,
+        expiredByRotationId: null,
+        dropped: null,
+      });
+      await repo.insert(fresh);
+      return { database: row, credential: fresh };
     });
     try {
-      await this.dataPlane.createLoginRole(serverOf(database), database.physicalName, id, verifier);
+      await this.dataPlane.createLoginRole(serverOf(database), database.physicalName, id, await verifying);
     } catch (err) {
       if (await this.finalizationDue(databaseId)) {
         // Deleted and being finalized meanwhile: the create comes second, as if serial. The role
@@ -391,16 +395,17 @@ export class CredentialsService implements OnModuleInit {
     }
   }
 
-  /**
-   * Gives up a pending credential: it expires now, so the expiry job (enqueued here) or the sweep
-   * drops its role if one was made, and marks it dropped. Never throws (the sweep also finds it).
-   */
   /** Whether the database is finalized, or deleted with its finalization due (it may be under way). */
   private async finalizationDue(databaseId: string): Promise<boolean> {
     const row = await this.databases.findRow(databaseId);
     if (!row || row.finalized) return true;
     return !!row.deleted && (!row.deletionDueAt || row.deletionDueAt.getTime() <= Date.now());
   }
+
+  /**
+   * Gives up a pending credential: it expires now, so the expiry job (enqueued here) or the sweep
+   * drops its role if one was made, and marks it dropped. Never throws (the sweep also finds it).
+   */
 
   private async abandon(database: DatabaseEntity, credentialId: string): Promise<void> {
     try {

@@ -169,8 +169,7 @@ export class DatabasesService {
 
   /** `prefetched`: the database as authentication already read it (see PrefetchedDatabase), if it did. */
   async get(workspace: WorkspaceEntity, name: string, prefetched?: DatabaseEntity | null): Promise<DatabaseResponse> {
-    if (prefetched === null) throw this.notFound(workspace, name);
-    return this.describe(prefetched ?? (await this.findOperable(workspace, name)), workspace);
+    return this.describe(await this.findOperable(workspace, name, prefetched), workspace);
   }
 
   /**
@@ -317,9 +316,16 @@ export class DatabasesService {
   /**
    * The database that operations on `{databaseName}` act on: the live one with that name, else the
    * most recently deleted one still queued for deletion (it keeps accepting operations until it is
-   * finalized). 404 otherwise.
+   * finalized). 404 otherwise. `prefetched`: that database as authentication already read it (see
+   * PrefetchedDatabase), if it did: then no statement at all.
    */
-  async findOperable(workspace: WorkspaceEntity, name: string): Promise<DatabaseEntity> {
+  async findOperable(
+    workspace: WorkspaceEntity,
+    name: string,
+    prefetched?: DatabaseEntity | null,
+  ): Promise<DatabaseEntity> {
+    if (prefetched === null) throw this.notFound(workspace, name);
+    if (prefetched) return prefetched;
     // On every operation on a database (reads included): one indexed statement, raw rows.
     const rows = isValidDatabaseName(name)
       ? await readRows<DatabaseRow>(
