@@ -8,6 +8,9 @@ RUN npm run build && npm prune --omit=dev
 
 FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
+# V8 otherwise grows the young generation to 2 × 64 MiB under load: ~95 MiB more RSS per process and
+# 14 ms scavenges instead of 4 ms, for no throughput measured (README, Performance). As `npm start`.
+ENV NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

@@ -236,6 +236,7 @@ async function main() {
   procs.service = S.startNode(
     [
       ...profiling('service'),
+      '--max-semi-space-size=16', // as `npm start` and the image
       '--expose-gc',
       '--require',
       join(__dirname, 'lib/gc-on-signal.js'),

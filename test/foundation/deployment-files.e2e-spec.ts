@@ -50,6 +50,16 @@ describe('Dockerfile and docker-compose.yml', () => {
     for (const base of bases) expect(base).toBe(`node:${node}-bookworm-slim`);
   });
 
+  it('runs the image with the V8 flags `npm start` and `npm run start:worker` use', () => {
+    const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    const flagsOf = (script: string) => script.replace(/^node\s+/, '').replace(/\s*dist\/src\/\w+\.js$/, '');
+    expect(flagsOf(scripts.start)).toBe('--max-semi-space-size=16');
+    expect(flagsOf(scripts['start:worker'])).toBe(flagsOf(scripts.start));
+    expect(instructions).toContain(`ENV NODE_OPTIONS=${flagsOf(scripts.start)}`);
+  });
+
   it('builds one named image, used by both the api and the worker', () => {
     const building = Object.entries(compose.services).filter(([, s]) => s.build !== undefined);
     expect(building.map(([name]) => name)).toEqual(['api']);
