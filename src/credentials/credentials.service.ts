@@ -406,7 +406,6 @@ export class CredentialsService implements OnModuleInit {
    * Gives up a pending credential: it expires now, so the expiry job (enqueued here) or the sweep
    * drops its role if one was made, and marks it dropped. Never throws (the sweep also finds it).
    */
-
   private async abandon(database: DatabaseEntity, credentialId: string): Promise<void> {
     try {
       const at = new Date();
