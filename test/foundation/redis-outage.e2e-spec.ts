@@ -1,12 +1,27 @@
 import { TestSmtpServer } from '../support/smtp';
-import { createDeveloperWithToken, createTestApp, eventually, reconcile, uniqueEmail } from '../support/test-app';
+import {
+  createDeveloperWithToken,
+  createIsolatedMetadataDatabase,
+  createTestApp,
+  dropMetadataDatabase,
+  eventually,
+  reconcile,
+  uniqueEmail,
+} from '../support/test-app';
 
 describe('PostgreSQL is the truth, jobs only hurry it along', () => {
   it('accepts a request that owes background work while Redis is down; the work happens once it is back', async () => {
     const smtp = await TestSmtpServer.start();
     const email = uniqueEmail('outage');
     let inviteId: string;
-    const down = await createTestApp({ REDIS_URL: 'redis://127.0.0.1:1', SMTP_URL: smtp.url });
+    // Both apps on a metadata database of this spec's own: on the run's shared one, another spec's
+    // reconciler could send the pending invite while Redis is down here.
+    const metadataUrl = await createIsolatedMetadataDatabase();
+    const down = await createTestApp({
+      DATABASE_URL: metadataUrl,
+      REDIS_URL: 'redis://127.0.0.1:1',
+      SMTP_URL: smtp.url,
+    });
     try {
       const owner = await createDeveloperWithToken(down.app);
       const ws = (
@@ -24,7 +39,7 @@ describe('PostgreSQL is the truth, jobs only hurry it along', () => {
       await down.close();
     }
 
-    const up = await createTestApp({ SMTP_URL: smtp.url });
+    const up = await createTestApp({ DATABASE_URL: metadataUrl, SMTP_URL: smtp.url });
     try {
       await reconcile(up.app);
       await eventually(async () => {
@@ -35,6 +50,7 @@ describe('PostgreSQL is the truth, jobs only hurry it along', () => {
     } finally {
       await up.close();
       await smtp.close();
+      await dropMetadataDatabase(metadataUrl);
     }
   });
 });

@@ -77,18 +77,28 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
 export async function createIsolatedTestApp(
   env: Record<string, string> = {},
 ): Promise<TestApp & { metadataUrl: string }> {
+  const metadataUrl = await createIsolatedMetadataDatabase();
+  const t = await createTestApp({ ...env, DATABASE_URL: metadataUrl });
+  return {
+    ...t,
+    metadataUrl,
+    close: async () => {
+      await t.close();
+      await dropMetadataDatabase(metadataUrl);
+    },
+  };
+}
+
+/**
+ * A freshly migrated metadata database of the caller's own (its URL), for apps whose background work
+ * must not meet other specs' apps: on the run's shared one, their reconcilers see every row. Drop it
+ * with dropMetadataDatabase.
+ */
+export async function createIsolatedMetadataDatabase(): Promise<string> {
   const url = new URL(process.env.DATABASE_URL!);
   url.pathname = `${url.pathname}_${randomBytes(4).toString('hex')}`;
   await migrateDatabase(url.toString());
-  const t = await createTestApp({ ...env, DATABASE_URL: url.toString() });
-  return {
-    ...t,
-    metadataUrl: url.toString(),
-    close: async () => {
-      await t.close();
-      await dropMetadataDatabase(url.toString());
-    },
-  };
+  return url.toString();
 }
 
 export async function dropMetadataDatabase(metadataUrl: string): Promise<void> {
