@@ -690,7 +690,6 @@ async function main() {
   });
 }
 
-/** Drops what the run made: the metadata database, this run's data-plane databases and roles, its Redis keys. */
 /** Pauses one of the service's Bull queues (for all its processes) and waits until no job of it is active. */
 async function pauseQueue(name) {
   const Queue = require('bull');
@@ -703,6 +702,7 @@ async function pauseQueue(name) {
   }
 }
 
+/** Drops what the run made: the metadata database, this run's data-plane databases and roles, its Redis keys. */
 async function dropEverything(dpUrl) {
   for (const p of Object.values(procs)) await S.stopNode(p);
   const admin = new Client({ connectionString: adminUrl });
