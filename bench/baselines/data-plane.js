@@ -6,8 +6,8 @@
  *   POST /databases?physical=NAME  runs the statements DataPlane.buildDatabase runs (owner role,
  *     the rolsuper check, CREATE DATABASE, REVOKE on the database, then on a connection to the new
  *     database: REVOKE on schema public, ALTER SCHEMA public OWNER) and answers when they are done.
- *     The service also runs one verification query (isDatabaseHardened) before READY and writes its
- *     metadata rows: that is its overhead, not the baseline's.
+ *     The service also reads whether the database came out hardened (sent with its last admin
+ *     statement) and writes its metadata rows: that is its overhead, not the baseline's.
  *   POST /databases/NAME/credentials  makes a password, computes its SCRAM-SHA-256 verifier (4096
  *     iterations, as src/data-plane/scram.ts) and runs DataPlane.createLoginRole's transaction on a
  *     connection to the database; answers {id, password}.

@@ -34,6 +34,12 @@ const PENDING_ABANDON_MS = 2 * 60 * 1000;
 /** 32 random bytes, base64url: 43 characters, 256 bits. */
 const PASSWORD_BYTES = 32;
 
+const notReady = (database: DatabaseEntity) =>
+  new ApiException(
+    ErrorCode.DbStatusFailure,
+    `Database ${database.name} is not ready yet (status ${database.status}); credentials can be created once it is READY`,
+  );
+
 interface Issued<T> {
   credential: CredentialEntity;
   database: DatabaseEntity;
@@ -78,9 +84,7 @@ export class CredentialsService implements OnModuleInit {
     prefetched?: DatabaseEntity | null,
   ): Promise<CreateCredentialResponse> {
     const database = await this.databases.findOperable(workspace, databaseName, prefetched);
-    const issued = await this.issue(database.id, callerId, 'pessimistic_read', () => Promise.resolve(undefined), {
-      withinPlanOf: workspace.id,
-    });
+    const issued = await this.issue(database, callerId, { withinPlanOf: workspace.id });
     return this.created(issued, workspace);
   }
 
@@ -146,34 +150,36 @@ export class CredentialsService implements OnModuleInit {
   ): Promise<CreateCredentialResponse> {
     const database = await this.databases.findOperable(workspace, databaseName);
     const delayHours = dto.delayOldSecretsExpirationHours;
-    const issued = await this.issue(database.id, callerId, 'pessimistic_write', async (manager, db, fresh) => {
-      const expireAt = new Date(Date.now() + delayHours * 3600 * 1000);
-      const rotation = await manager.getRepository(CredentialRotationEntity).save(
-        manager.getRepository(CredentialRotationEntity).create({
-          databaseId: db.id,
-          newCredentialId: fresh.id,
-          reason: dto.reason ?? '',
-          delayHours,
-          oldExpireAt: expireAt,
-          requestedBy: callerId,
-        }),
-      );
-      const previous = await manager.getRepository(CredentialEntity).find({
-        where: { databaseId: db.id, dropped: IsNull(), pending: false, id: Not(fresh.id) },
-      });
-      for (const old of previous) {
-        if (old.expiresAt && old.expiresAt.getTime() <= expireAt.getTime()) continue;
-        old.expiresAt = expireAt;
-        old.expiredByRotationId = rotation.id;
-        await manager.update(
-          CredentialEntity,
-          { id: old.id },
-          { expiresAt: expireAt, expiredByRotationId: rotation.id },
+    const issued = await this.issue(database, callerId, {
+      extra: async (manager, fresh) => {
+        const expireAt = new Date(Date.now() + delayHours * 3600 * 1000);
+        const rotation = await manager.getRepository(CredentialRotationEntity).save(
+          manager.getRepository(CredentialRotationEntity).create({
+            databaseId: database.id,
+            newCredentialId: fresh.id,
+            reason: dto.reason ?? '',
+            delayHours,
+            oldExpireAt: expireAt,
+            requestedBy: callerId,
+          }),
         );
-      }
-      return previous;
+        const previous = await manager.getRepository(CredentialEntity).find({
+          where: { databaseId: database.id, dropped: IsNull(), pending: false, id: Not(fresh.id) },
+        });
+        for (const old of previous) {
+          if (old.expiresAt && old.expiresAt.getTime() <= expireAt.getTime()) continue;
+          old.expiresAt = expireAt;
+          old.expiredByRotationId = rotation.id;
+          await manager.update(
+            CredentialEntity,
+            { id: old.id },
+            { expiresAt: expireAt, expiredByRotationId: rotation.id },
+          );
+        }
+        return previous;
+      },
     });
-    for (const old of issued.extra) await this.scheduleExpiry(issued.database, old);
+    for (const old of issued.extra ?? []) await this.scheduleExpiry(issued.database, old);
     return this.created(issued, workspace);
   }
 
@@ -306,55 +312,64 @@ export class CredentialsService implements OnModuleInit {
    * Issues a credential without holding anything in the metadata database while the data plane
    * works (habit 14): (1) a short transaction, holding the database row lock, checks the database
    * and records the intent (a `pending` row with the sealed password); (2) the role is made on the
-   * database's server, with that server's timeouts; (3) a second short transaction confirms the
-   * row, with `extra` (a rotation's bookkeeping) in it. When (2) fails, the row gets an expiry at
-   * once, so the expiry job and sweep drop whatever role may exist, and the caller gets 503 (the
-   * server did not answer) or 500; when a crash cuts in, the sweep abandons the pending row the
-   * same way. A pending row is never listed, so nobody holds a password of a half-made credential.
+   * database's server, with that server's timeouts; (3) the row is confirmed, with `extra` (a
+   * rotation's bookkeeping) in the same short transaction, or by one conditional update when there
+   * is none. When (2) fails, the row gets an expiry at once, so the expiry job and sweep drop
+   * whatever role may exist, and the caller gets 503 (the server did not answer) or 500; when a
+   * crash cuts in, the sweep abandons the pending row the same way. A pending row is never listed,
+   * so nobody holds a password of a half-made credential.
+   *
+   * The session to the database (a connection with its SCRAM handshake) and the SCRAM verifier are
+   * made while (1) runs: neither changes anything, and (2) starts only once (1) has committed.
    */
   private async issue<T>(
-    databaseId: string,
+    database: DatabaseEntity,
     callerId: string | null,
-    lock: 'pessimistic_read' | 'pessimistic_write',
-    extra: (manager: EntityManager, database: DatabaseEntity, fresh: CredentialEntity) => Promise<T>,
-    options: { withinPlanOf?: string } = {},
-  ): Promise<Issued<T>> {
+    options: {
+      withinPlanOf?: string;
+      /** A rotation's bookkeeping: runs where the credential is confirmed (see confirmWith). */
+      extra?: (manager: EntityManager, fresh: CredentialEntity) => Promise<T>;
+    } = {},
+  ): Promise<Issued<T | undefined>> {
+    if (database.status !== DatabaseStatus.Ready) throw notReady(database);
+    const databaseId = database.id;
     const id = randomUUID();
     const password = randomToken(PASSWORD_BYTES);
-    // Computed on the thread pool while (1) runs.
     const verifying = scramSha256Verifier(password);
     verifying.catch(() => undefined); // awaited below; (1) may fail first
-    const { database, credential } = await this.dataSource.transaction(async (manager) => {
-      const row = await this.databases.lock(manager, databaseId, 'pessimistic_read');
-      if (!row || row.finalized) {
-        throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
-      }
-      if (row.status !== DatabaseStatus.Ready) {
-        throw new ApiException(
-          ErrorCode.DbStatusFailure,
-          `Database ${row.name} is not ready yet (status ${row.status}); credentials can be created once it is READY`,
-        );
-      }
-      if (options.withinPlanOf) await this.assertRoomInPlan(manager, options.withinPlanOf, databaseId);
-      const repo = manager.getRepository(CredentialEntity);
-      // insert, not save: save would first look the new id up to choose between INSERT and UPDATE.
-      const fresh = repo.create({
-        id,
-        databaseId,
-        passwordCiphertext: this.box.seal(password),
-        internal: false,
-        pending: true,
-        tenant: null,
-        createdBy: callerId,
-        expiresAt: null,
-        expiredByRotationId: null,
-        dropped: null,
-      });
-      await repo.insert(fresh);
-      return { database: row, credential: fresh };
-    });
+    const session = this.dataPlane.openSession(serverOf(database), database.physicalName);
+    let intent: { database: DatabaseEntity; credential: CredentialEntity };
     try {
-      await this.dataPlane.createLoginRole(serverOf(database), database.physicalName, id, await verifying);
+      intent = await this.dataSource.transaction(async (manager) => {
+        const row = await this.databases.lock(manager, databaseId, 'pessimistic_read');
+        if (!row || row.finalized) {
+          throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+        }
+        if (row.status !== DatabaseStatus.Ready) throw notReady(row);
+        if (options.withinPlanOf) await this.assertRoomInPlan(manager, options.withinPlanOf, databaseId);
+        const repo = manager.getRepository(CredentialEntity);
+        // insert, not save: save would first look the new id up to choose between INSERT and UPDATE.
+        const fresh = repo.create({
+          id,
+          databaseId,
+          passwordCiphertext: this.box.seal(password),
+          internal: false,
+          pending: true,
+          tenant: null,
+          createdBy: callerId,
+          expiresAt: null,
+          expiredByRotationId: null,
+          dropped: null,
+        });
+        await repo.insert(fresh);
+        return { database: row, credential: fresh };
+      });
+    } catch (err) {
+      session.close();
+      throw err;
+    }
+    try {
+      await this.dataPlane.createLoginRole(session, id, await verifying);
     } catch (err) {
       if (await this.finalizationDue(databaseId)) {
         // Deleted and being finalized meanwhile: the create comes second, as if serial. The role
@@ -366,7 +381,7 @@ export class CredentialsService implements OnModuleInit {
         { errorCode: ErrorCode.CredentialCreationFailure, databaseId, credentialId: id, err: messageOf(err) },
         'credential role could not be created; its intent is abandoned',
       );
-      await this.abandon(database, id);
+      await this.abandon(intent.database, id);
       throw (
         dataPlaneUnavailable(ErrorCode.CredentialCreationFailure, err, 'The credential could not be created') ??
         new ApiException(
@@ -376,23 +391,59 @@ export class CredentialsService implements OnModuleInit {
       );
     }
     try {
-      return await this.dataSource.transaction(async (manager) => {
-        const row = await this.databases.lock(manager, databaseId, lock);
-        const { affected } = await manager.update(
-          CredentialEntity,
-          { id, pending: true, dropped: IsNull(), expiresAt: IsNull() },
-          { pending: false },
-        );
-        if (!row || row.finalized || !affected) {
-          throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
-        }
-        credential.pending = false;
-        return { credential, database: row, password, extra: await extra(manager, row, credential) };
-      });
+      const issued = options.extra
+        ? await this.confirmWith(intent, options.extra)
+        : { ...(await this.confirm(intent)), extra: undefined };
+      return { ...issued, password };
     } catch (err) {
-      await this.abandon(database, id);
+      await this.abandon(intent.database, id);
       throw err;
     }
+  }
+
+  /**
+   * Confirms a pending credential in one statement: it becomes usable unless it was given up or
+   * its database was finalized meanwhile (finalization locks the database row exclusively; this
+   * statement takes it shared, so the two take turns as they would in transactions).
+   */
+  private async confirm(intent: {
+    database: DatabaseEntity;
+    credential: CredentialEntity;
+  }): Promise<Omit<Issued<undefined>, 'password' | 'extra'>> {
+    const confirmed: [unknown[], number] = await this.dataSource.query(
+      `UPDATE credentials SET pending = false
+        WHERE id = $1 AND pending AND dropped IS NULL AND expires_at IS NULL
+          AND EXISTS (SELECT 1 FROM databases WHERE id = $2 AND finalized IS NULL FOR SHARE)
+        RETURNING id`,
+      [intent.credential.id, intent.database.id],
+    );
+    if (confirmed[1] !== 1) throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+    intent.credential.pending = false;
+    return intent;
+  }
+
+  /**
+   * Confirms a pending credential and runs `extra` in the same transaction with the database row
+   * locked exclusively: rotations of one database take turns there.
+   */
+  private confirmWith<T>(
+    intent: { database: DatabaseEntity; credential: CredentialEntity },
+    extra: (manager: EntityManager, fresh: CredentialEntity) => Promise<T>,
+  ): Promise<Omit<Issued<T>, 'password'>> {
+    const { credential } = intent;
+    return this.dataSource.transaction(async (manager) => {
+      const row = await this.databases.lock(manager, intent.database.id, 'pessimistic_write');
+      const { affected } = await manager.update(
+        CredentialEntity,
+        { id: credential.id, pending: true, dropped: IsNull(), expiresAt: IsNull() },
+        { pending: false },
+      );
+      if (!row || row.finalized || !affected) {
+        throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+      }
+      credential.pending = false;
+      return { credential, database: row, extra: await extra(manager, credential) };
+    });
   }
 
   /** Whether the database is finalized, or deleted with its finalization due (it may be under way). */

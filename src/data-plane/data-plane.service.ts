@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient } from 'pg';
+import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryResult } from 'pg';
 import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
@@ -15,6 +15,15 @@ const DUPLICATE_DATABASE = '42P04';
 const UNDEFINED_OBJECT = '42704';
 /** Two sessions creating the same role or database at once: the loser may see a catalog unique violation. */
 const UNIQUE_VIOLATION = '23505';
+
+/** One row, `ok`: the database exists, belongs to its owner role, and PUBLIC may not connect to it. */
+function hardenedQuery(physical: string): string {
+  return `SELECT pg_get_userbyid(d.datdba) = ${escapeLiteral(ownerRoleName(physical))} AND NOT EXISTS (
+              SELECT 1 FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
+               WHERE a.grantee = 0 AND a.privilege_type = 'CONNECT') AS ok
+            FROM pg_database d
+           WHERE d.datname = ${escapeLiteral(assertPhysicalName(physical))}`;
+}
 
 function codeOf(err: unknown): string | undefined {
   return (err as PgError | null)?.code;
@@ -54,6 +63,35 @@ export class DataPlaneError extends Error {
 }
 
 /**
+ * An admin session to one customer database, opened ahead of the work that needs it (see
+ * DataPlane.openSession): connecting, with its SCRAM handshake, overlaps the caller's own work.
+ * Used once by the call it is handed to, which closes it; `close` ends it unused.
+ */
+export class DatabaseSession {
+  /** @internal */
+  constructor(
+    readonly serverId: string,
+    readonly physical: string,
+    /** @internal Settles as the connection does; its failure surfaces in the call that uses it. */
+    readonly client: Promise<Client>,
+  ) {
+    client.catch(() => undefined);
+  }
+
+  close(): void {
+    this.client.then(closeInBackground, () => undefined);
+  }
+}
+
+/**
+ * Ends a short-lived connection without waiting for the server to finish closing it (about 2 ms of
+ * backend exit on a local server): nothing the caller does depends on it.
+ */
+function closeInBackground(db: Client): void {
+  db.end().catch(() => undefined);
+}
+
+/**
  * The only code that runs SQL on the regions' PostgreSQL servers (the data plane). Every name it
  * puts in SQL is derived from an id, checked against a strict pattern and escaped; every value is
  * a bind parameter or an escaped literal. One small admin pool per server (keyed by its id); per-database work
@@ -67,6 +105,11 @@ export class DataPlane implements OnApplicationShutdown {
   private readonly logger = new Logger(DataPlane.name);
   /** Admin pools, one per server id. */
   private readonly pools = new Map<string, Pool>();
+  /**
+   * Sessions that hold `exclusively`'s advisory locks, one pool per server id: kept apart from the
+   * admin pools, whose connections the locked work itself needs (sharing them could starve it).
+   */
+  private readonly lockPools = new Map<string, Pool>();
   /** Servers whose shared databases this process has already closed to PUBLIC. */
   private readonly lockedServers = new Set<string>();
 
@@ -76,8 +119,9 @@ export class DataPlane implements OnApplicationShutdown {
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
-    const pools = [...this.pools.values()];
+    const pools = [...this.pools.values(), ...this.lockPools.values()];
     this.pools.clear();
+    this.lockPools.clear();
     await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
   }
 
@@ -162,49 +206,57 @@ export class DataPlane implements OnApplicationShutdown {
    * Creates (or finishes creating) a customer database: its NOLOGIN owner role, the database owned
    * by it, `CONNECT` and `TEMP` revoked from PUBLIC, and the public schema closed to PUBLIC and
    * owned by the owner role. Idempotent: a retry after a crash completes what is missing.
+   * Answers whether the database came out hardened (see isDatabaseHardened), read in the same
+   * session right after the statements that make it so.
    */
-  buildDatabase(serverId: string, physical: string, options: { sharded?: boolean } = {}): Promise<void> {
+  buildDatabase(serverId: string, physical: string, options: { sharded?: boolean } = {}): Promise<boolean> {
     const owner = ownerRoleName(physical);
+    const env = this.config.env;
     return this.on(serverId, async (t) => {
       await this.lockSharedDatabases(t);
-      await this.withAdmin(t, async (db) => {
+      const hardened = await this.withAdmin(t, async (db) => {
         const o = db.escapeIdentifier(owner);
         const d = db.escapeIdentifier(assertPhysicalName(physical));
+        // Statements that need no answer in between go to the server in one round trip each.
+        // CREATE DATABASE may wait for a checkpoint: it runs under DATA_PLANE_DATABASE_DDL_TIMEOUT_MS.
         await this.ignoring(
           [DUPLICATE_OBJECT, UNIQUE_VIOLATION],
           db.query(`CREATE ROLE ${o} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`),
         );
+        const [superuser] = (await db.query(
+          `SELECT rolsuper FROM pg_roles WHERE rolname = current_user;
+           SET statement_timeout = ${Math.trunc(env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS)}`,
+        )) as unknown as [QueryResult<{ rolsuper: boolean }>, QueryResult];
         // A non-superuser admin (CREATEDB, CREATEROLE) must be a member of a role to create databases it owns.
-        const { rows } = await db.query<{ rolsuper: boolean }>(
-          'SELECT rolsuper FROM pg_roles WHERE rolname = current_user',
+        if (!superuser.rows[0]?.rolsuper) await db.query(`GRANT ${o} TO CURRENT_USER`);
+        const created = await this.ignoring(
+          [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
+          db.query(`CREATE DATABASE ${d} OWNER ${o}`),
         );
-        if (!rows[0]?.rolsuper) await db.query(`GRANT ${o} TO CURRENT_USER`);
-        const created = await this.withDatabaseDdlTimeout(db, () =>
-          this.ignoring([DUPLICATE_DATABASE, UNIQUE_VIOLATION], db.query(`CREATE DATABASE ${d} OWNER ${o}`)),
-        );
-        if (!created) await db.query(`ALTER DATABASE ${d} OWNER TO ${o}`);
-        await db.query(`REVOKE ALL ON DATABASE ${d} FROM PUBLIC`);
+        const results = (await db.query(
+          `SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)};
+           ${created ? '' : `ALTER DATABASE ${d} OWNER TO ${o};`}
+           REVOKE ALL ON DATABASE ${d} FROM PUBLIC;
+           ${hardenedQuery(physical)}`,
+        )) as unknown as QueryResult<{ ok: boolean }>[];
+        return results[results.length - 1].rows[0]?.ok === true;
       });
       await this.withDatabase(t, physical, async (db) => {
         const o = db.escapeIdentifier(owner);
-        await db.query('REVOKE ALL ON SCHEMA public FROM PUBLIC');
-        await db.query(`ALTER SCHEMA public OWNER TO ${o}`);
-        if (options.sharded) await db.query('CREATE EXTENSION IF NOT EXISTS citus');
+        await db.query(
+          `REVOKE ALL ON SCHEMA public FROM PUBLIC;
+           ALTER SCHEMA public OWNER TO ${o}
+           ${options.sharded ? ';CREATE EXTENSION IF NOT EXISTS citus' : ''}`,
+        );
       });
+      return hardened;
     });
   }
 
   /** True when the database exists, belongs to its owner role and PUBLIC may not connect to it. */
   isDatabaseHardened(serverId: string, physical: string): Promise<boolean> {
     return this.on(serverId, async (t) => {
-      const { rows } = await this.admin(t).query<{ ok: boolean }>(
-        `SELECT pg_get_userbyid(d.datdba) = $2 AND NOT EXISTS (
-                  SELECT 1 FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
-                   WHERE a.grantee = 0 AND a.privilege_type = 'CONNECT') AS ok
-           FROM pg_database d
-          WHERE d.datname = $1`,
-        [assertPhysicalName(physical), ownerRoleName(physical)],
-      );
+      const { rows } = await this.admin(t).query<{ ok: boolean }>(hardenedQuery(physical));
       return rows[0]?.ok === true;
     });
   }
@@ -241,43 +293,56 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
+   * Starts opening an admin session to a customer database, for a call that takes one
+   * (createLoginRole): the connection and its SCRAM handshake then overlap whatever the caller does
+   * meanwhile (its intent transaction). Nothing is done on the server until that call.
+   */
+  openSession(serverId: string, physical: string): DatabaseSession {
+    const client = this.on(serverId, async (t) => {
+      await this.lockSharedDatabases(t);
+      return this.connectTo(t, physical);
+    });
+    return new DatabaseSession(serverId, physical, client);
+  }
+
+  /**
    * Creates a credential's login role from a SCRAM-SHA-256 verifier (never a plaintext password):
    * no special powers, a member of the database's owner role and acting as it in that database
    * (`SET role` at login), so whatever any credential creates belongs to the owner role and stays
    * usable by all of them. Objects a session creates after `RESET ROLE` are covered by default
    * privileges for the owner role (and reassigned to it when the credential is dropped).
-   * One transaction on a connection to the database itself: a failure leaves no role behind.
-   * A role of that name that exists already (a retry after an answer was lost) gets the verifier
-   * again, so finishing a create is idempotent.
+   * One implicit transaction, sent as one query, on a session to the database itself (opened by
+   * openSession; closed here): a failure leaves no role behind. A role of that name that exists
+   * already (a retry after an answer was lost) gets the verifier again, so finishing a create is
+   * idempotent.
    */
-  createLoginRole(serverId: string, physical: string, role: string, verifier: string): Promise<void> {
-    assertCredentialRoleName(role);
-    if (!verifier.startsWith('SCRAM-SHA-256$')) throw new Error('a credential role needs a SCRAM-SHA-256 verifier');
-    const owner = ownerRoleName(physical);
-    return this.on(serverId, async (t) => {
-      await this.lockSharedDatabases(t);
-      await this.withDatabase(t, physical, async (db) => {
+  async createLoginRole(session: DatabaseSession, role: string, verifier: string): Promise<void> {
+    try {
+      assertCredentialRoleName(role);
+      if (!verifier.startsWith('SCRAM-SHA-256$')) throw new Error('a credential role needs a SCRAM-SHA-256 verifier');
+      const owner = ownerRoleName(session.physical);
+      await this.on(session.serverId, async () => {
+        const db = await session.client;
         const r = db.escapeIdentifier(role);
         const o = db.escapeIdentifier(owner);
-        const exists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
-        if (exists.rowCount) {
-          await db.query(`ALTER ROLE ${r} PASSWORD ${db.escapeLiteral(verifier)}`);
-          return;
-        }
-        await this.inTransaction(db, async () => {
-          await db.query(
-            `CREATE ROLE ${r} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS ` +
-              `PASSWORD ${db.escapeLiteral(verifier)} IN ROLE ${o}`,
-          );
-          await db.query(
-            `ALTER ROLE ${r} IN DATABASE ${db.escapeIdentifier(assertPhysicalName(physical))} SET role = ${db.escapeLiteral(owner)}`,
-          );
-          for (const kind of ['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES', 'SCHEMAS']) {
-            await db.query(`ALTER DEFAULT PRIVILEGES FOR ROLE ${r} GRANT ALL ON ${kind} TO ${o}`);
-          }
-        });
+        const password = db.escapeLiteral(verifier);
+        const made = await this.ignoring(
+          [DUPLICATE_OBJECT],
+          db.query(
+            [
+              `CREATE ROLE ${r} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${password} IN ROLE ${o}`,
+              `ALTER ROLE ${r} IN DATABASE ${db.escapeIdentifier(assertPhysicalName(session.physical))} SET role = ${db.escapeLiteral(owner)}`,
+              ...['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES', 'SCHEMAS'].map(
+                (kind) => `ALTER DEFAULT PRIVILEGES FOR ROLE ${r} GRANT ALL ON ${kind} TO ${o}`,
+              ),
+            ].join(';\n'),
+          ),
+        );
+        if (!made) await db.query(`ALTER ROLE ${r} PASSWORD ${password}`);
       });
-    });
+    } finally {
+      session.close();
+    }
   }
 
   /**
@@ -377,30 +442,43 @@ export class DataPlane implements OnApplicationShutdown {
 
   /**
    * Runs `work` while holding a session advisory lock named `key` on the server itself, on a
-   * connection of its own: work on one database (a build, a finalization, a warm-pool refill) takes
+   * session of its own (pooled per server, unlocked before it goes back): work on one database (a build, a finalization, a warm-pool refill) takes
    * turns across processes without any metadata lock open during data-plane calls. Takes the lock
    * or gives up at once (undefined): the run holding it finishes the work. If the server stops
    * answering, the lock goes with its session.
    */
   async exclusively<T>(serverId: string, key: string, work: () => Promise<T>): Promise<T | undefined> {
     const target = await this.servers.target(serverId);
-    const lock = new Client({ ...this.connectionOptions(), connectionString: target.url });
-    lock.on('error', () => undefined);
+    let lock: PoolClient;
+    try {
+      lock = await this.lockPool(target).connect();
+    } catch (err) {
+      throw new DataPlaneError(target.region, target.id, isUnavailability(err), err);
+    }
+    let broken: Error | undefined;
     try {
       try {
-        await lock.connect();
         const { rows } = await lock.query<{ locked: boolean }>(
           'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
           [key],
         );
         if (!rows[0]?.locked) return undefined;
       } catch (err) {
+        broken = err instanceof Error ? err : new Error(String(err));
         throw new DataPlaneError(target.region, target.id, isUnavailability(err), err);
       }
-      return await work();
+      try {
+        return await work();
+      } finally {
+        try {
+          await lock.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
+        } catch (err) {
+          // A session that cannot say it let go is not reused: closing it releases the lock.
+          broken = err instanceof Error ? err : new Error(String(err));
+        }
+      }
     } finally {
-      // Ending the session releases the lock.
-      await lock.end().catch(() => undefined);
+      lock.release(broken);
     }
   }
 
@@ -509,6 +587,18 @@ export class DataPlane implements OnApplicationShutdown {
     return pool;
   }
 
+  private lockPool(t: DataPlaneTarget): Pool {
+    let pool = this.lockPools.get(t.id);
+    if (!pool) {
+      pool = new Pool({ ...this.connectionOptions(), connectionString: t.url, max: 16, idleTimeoutMillis: 10000 });
+      pool.on('error', (err) =>
+        this.logger.warn({ region: t.region, serverId: t.id, err: err.message }, 'data-plane lock session lost'),
+      );
+      this.lockPools.set(t.id, pool);
+    }
+    return pool;
+  }
+
   private async withAdmin<T>(t: DataPlaneTarget, work: (db: PoolClient) => Promise<T>): Promise<T> {
     const db = await this.admin(t).connect();
     let broken: Error | undefined;
@@ -535,16 +625,27 @@ export class DataPlane implements OnApplicationShutdown {
 
   /** A short-lived admin connection to one customer database, always closed. */
   private async withDatabase<T>(t: DataPlaneTarget, physical: string, work: (db: Client) => Promise<T>): Promise<T> {
+    const db = await this.connectTo(t, physical);
+    try {
+      return await work(db);
+    } finally {
+      closeInBackground(db);
+    }
+  }
+
+  /** Opens an admin connection to one customer database; the caller closes it. */
+  private async connectTo(t: DataPlaneTarget, physical: string): Promise<Client> {
     const url = new URL(t.url);
     url.pathname = `/${assertPhysicalName(physical)}`;
     const db = new Client({ ...this.connectionOptions(), connectionString: url.toString() });
     db.on('error', () => undefined);
     try {
       await db.connect();
-      return await work(db);
-    } finally {
-      await db.end().catch(() => undefined);
+    } catch (err) {
+      closeInBackground(db);
+      throw err;
     }
+    return db;
   }
 
   /** Runs a statement; the given SQLSTATEs (e.g. "already exists") mean false instead of an error. */

@@ -8,6 +8,7 @@ import { Queues } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
 import { DatabaseFinalizers } from './database-finalizers';
 import { DatabaseJobs, provisionJobId } from './database-jobs';
+import { markReady, readDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { WarmPool } from './warm-pool.service';
 import { messageOf } from '../common/errors/message-of';
@@ -26,9 +27,9 @@ export function serverOf(row: Pick<DatabaseEntity, 'id' | 'serverId'>): string {
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
 /**
- * Moves databases through their life on the data plane: REQUESTED -> (build) -> BUILT ->
- * (verify) -> READY, and deleted -> (grace period) -> finalized. Each step runs with the database
- * row locked, so a build and a finalization of one database never overlap, and each step is
+ * Moves databases through their life on the data plane: REQUESTED -> (build, verify) -> READY,
+ * and deleted -> (grace period) -> finalized. A build and a finalization of one database take
+ * turns under its advisory lock on its data-plane server, so they never overlap, and each step is
  * idempotent, so jobs that run twice or late change nothing the second time.
  */
 @Injectable()
@@ -60,21 +61,16 @@ export class DatabaseLifecycle implements OnModuleInit {
    * finds nothing to change when the row moved on meanwhile (deleted, or already further along).
    */
   async provision(databaseId: string): Promise<void> {
-    const row = await this.databases.findOneBy({ id: databaseId });
-    if (!row || row.deleted || row.finalized) return;
-    if (row.status !== DatabaseStatus.Requested && row.status !== DatabaseStatus.Built) return;
+    const unbuilt = (r: DatabaseEntity | null): r is DatabaseEntity =>
+      !!r && !r.deleted && !r.finalized && (r.status === DatabaseStatus.Requested || r.status === DatabaseStatus.Built);
+    const row = await readDatabase(this.dataSource, databaseId);
+    if (!unbuilt(row)) return;
     let outcome: Outcome | undefined;
     try {
       outcome = await this.dataPlane.exclusively(serverOf(row), lockKey(row), async (): Promise<Outcome> => {
-        const current = await this.databases.findOneBy({ id: databaseId });
-        if (!current || current.deleted || current.finalized) return { ok: true };
-        if (current.status === DatabaseStatus.Requested) {
-          const built = await this.build(current);
-          if (!built.ok) return built;
-          current.status = DatabaseStatus.Built;
-        }
-        if (current.status === DatabaseStatus.Built) return this.verify(current);
-        return { ok: true };
+        // Read again under the lock: another run may have built or finalized it meanwhile.
+        const current = await readDatabase(this.dataSource, databaseId);
+        return unbuilt(current) ? this.build(current) : { ok: true };
       });
     } catch (error) {
       // The server could not even be reached for the lock: recorded like a failed build.
@@ -91,10 +87,17 @@ export class DatabaseLifecycle implements OnModuleInit {
     if (outcome && !outcome.ok) throw outcome.error;
   }
 
+  /**
+   * Builds the database (idempotent: a row left BUILT by an earlier version is built again) and
+   * records the outcome in one write: READY when the build verified (see
+   * DataPlane.buildDatabase), back to REQUESTED with the error otherwise. A crash between the
+   * build and that write leaves the row as it was, and the next run builds again.
+   */
   private async build(row: DatabaseEntity): Promise<Outcome> {
     const attempt = row.provisionAttempts + 1;
+    let hardened: boolean;
     try {
-      await this.dataPlane.buildDatabase(serverOf(row), row.physicalName, { sharded: row.sharded });
+      hardened = await this.dataPlane.buildDatabase(serverOf(row), row.physicalName, { sharded: row.sharded });
     } catch (error) {
       await this.dataPlane
         .dropDatabase(serverOf(row), row.physicalName)
@@ -115,25 +118,14 @@ export class DatabaseLifecycle implements OnModuleInit {
       );
       return { ok: false, error };
     }
-    await this.databases.update(
-      { id: row.id, status: DatabaseStatus.Requested },
-      { status: DatabaseStatus.Built, lastError: null, provisionAttempts: attempt },
-    );
-    return { ok: true };
-  }
-
-  private async verify(row: DatabaseEntity): Promise<Outcome> {
-    if (await this.dataPlane.isDatabaseHardened(serverOf(row), row.physicalName)) {
-      await this.databases.update(
-        { id: row.id, status: DatabaseStatus.Built },
-        { status: DatabaseStatus.Ready, lastError: null },
-      );
+    if (hardened) {
+      await markReady(this.dataSource, row.id, attempt);
       return { ok: true };
     }
     const error = new Error('the built database failed verification (missing, wrong owner or open to PUBLIC)');
     await this.databases.update(
-      { id: row.id, status: DatabaseStatus.Built },
-      { status: DatabaseStatus.Requested, lastError: error.message },
+      { id: row.id, status: In([DatabaseStatus.Requested, DatabaseStatus.Built]) },
+      { status: DatabaseStatus.Requested, lastError: error.message, provisionAttempts: attempt },
     );
     this.logger.error(
       { errorCode: ErrorCode.DbCreationFailure, databaseId: row.id, region: row.region, err: error.message },

@@ -18,7 +18,7 @@ import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
 import { DatabaseJobs, finalizeJobId, provisionJobId } from './database-jobs';
 import { isValidDatabaseName } from './database-name';
-import { DATABASE_COLUMNS, type DatabaseRow, toDatabase } from './database-rows';
+import { DATABASE_COLUMNS, type DatabaseRow, readDatabase, toDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
 import type { CreateDatabaseDto } from './dto/create-database.dto';
@@ -379,7 +379,7 @@ export class DatabasesService {
 
   /** The database row by id, whatever its state; null when there is none. */
   findRow(id: string): Promise<DatabaseEntity | null> {
-    return this.databases.findOneBy({ id });
+    return readDatabase(this.dataSource, id);
   }
 
   /** Locks the database row for the rest of the caller's transaction (serializes work on one database). */

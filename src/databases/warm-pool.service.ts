@@ -157,8 +157,7 @@ export class WarmPool {
 
   private async build(pooled: Repository<PooledDatabaseEntity>, entry: PooledDatabaseEntity): Promise<void> {
     try {
-      await this.dataPlane.buildDatabase(entry.serverId!, entry.physicalName);
-      if (!(await this.dataPlane.isDatabaseHardened(entry.serverId!, entry.physicalName))) {
+      if (!(await this.dataPlane.buildDatabase(entry.serverId!, entry.physicalName))) {
         throw new Error('the built database failed verification (owner or CONNECT privilege wrong)');
       }
       await pooled.update({ id: entry.id, ready: false }, { ready: true, lastError: null });

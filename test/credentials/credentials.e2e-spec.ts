@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SecretBox } from '../../src/common/crypto/secret-box';
 import { CredentialsService } from '../../src/credentials/credentials.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { scramSha256Verifier } from '../../src/data-plane/scram';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { createDeveloperWithToken, eventually, reconcile, TestApp } from '../support/test-app';
@@ -119,6 +120,23 @@ describe('database credentials (real logins on the password-checking data plane)
         rolinherit: true,
         member_of_owner: true,
       });
+    });
+
+    it("making a credential's role again (a retry after a lost answer) sets the new verifier: the new password logs in, the old one no longer does", async () => {
+      const cred = await issue(db);
+      const physical = (await databaseRow(t, db.id)).physical_name;
+      const dataPlane = t.app.get(DataPlane);
+      const server = await serverIdOf(t, 'AWS_US_WEST_2');
+      const password = `retry-${randomUUID()}`;
+      await dataPlane.createLoginRole(
+        dataPlane.openSession(server, physical),
+        cred.id,
+        await scramSha256Verifier(password),
+      );
+      await expect(queryAs(db.dbHost!, cred.id, password, 'SELECT current_user AS u')).resolves.toEqual([
+        { u: `${physical}_owner` },
+      ]);
+      await expect(queryAs(db.dbHost!, cred.id, cred.password, 'SELECT 1')).rejects.toThrow(/password authentication/);
     });
 
     it('stores the password only sealed with a key id, and never lists it', async () => {
@@ -607,7 +625,7 @@ describe('database credentials (real logins on the password-checking data plane)
       let made: string | undefined;
       const create = jest.spyOn(dataPlane, 'createLoginRole').mockImplementationOnce(async (...args) => {
         await DataPlane.prototype.createLoginRole.apply(dataPlane, args);
-        made = args[2];
+        made = args[1];
         // The sweep runs while the role exists and its create is not confirmed yet.
         sweep = service.sweep();
         await new Promise((resolve) => setTimeout(resolve, 1000));
