@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { DataSource } from 'typeorm';
+import { QueryFailedError, type DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
 /**
@@ -8,10 +8,28 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
  * table (the reconciler's): TypeORM's query runner around such a statement cost about as much CPU
  * as the pg client under it, and its entity hydration far more (measured with `npm run bench`).
  * Same pool, same timeouts, and the same errors for the outage check (pg's own, which
- * isDependencyOutage reads). Not for writes or anything inside a transaction: those go through TypeORM.
+ * isDependencyOutage reads). Not for writes (see writeRows) or anything inside a transaction.
  */
 export async function readRows<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
   const pool = (dataSource.driver as PostgresDriver).master as Pool;
   const { rows } = await pool.query(sql, params);
   return rows as T[];
+}
+
+/**
+ * Runs one statement that writes, on the metadata pool itself and outside any transaction: the
+ * statement is its own transaction, so this is for a change complete in one statement (data-modifying
+ * `WITH` included) on a path hot enough for TypeORM's query runner and a `BEGIN`/`COMMIT` pair to
+ * show (the invite create, the invite e-mail's lease and record; measured with `npm run bench`).
+ * Errors come wrapped in TypeORM's `QueryFailedError`, as TypeORM's own would, so the error filter
+ * (409 on unique violations, 400 on constraint violations) and the outage check treat them alike.
+ */
+export async function writeRows<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
+  const pool = (dataSource.driver as PostgresDriver).master as Pool;
+  try {
+    const { rows } = await pool.query(sql, params);
+    return rows as T[];
+  } catch (err) {
+    throw new QueryFailedError(sql, params, err as Error);
+  }
 }

@@ -10,6 +10,7 @@ import { isUniqueViolation } from '../common/errors/unique-violation';
 import { escapeHtml } from '../common/http/html';
 import { isUuid } from '../common/http/uuid';
 import { AppConfig } from '../config/app-config';
+import { writeRows } from '../database/hot-query';
 import { DeveloperKind } from '../developers/developer.entity';
 import { DeveloperIdentity, DevelopersService } from '../developers/developers.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
@@ -58,45 +59,48 @@ export class InvitesService implements OnModuleInit {
     input: { email: string; programmatic?: boolean },
   ): Promise<InviteResponse> {
     const email = input.email.trim().toLowerCase();
-    if (await this.workspaces.hasMemberWithEmail(workspace.id, email)) {
-      throw new ApiException(ErrorCode.DuplicateEntity, `${email} is already a member of this workspace`);
-    }
     const code = randomToken(24);
-    const invite = await this.dataSource
-      .transaction(async (tx) => {
-        const invites = tx.getRepository(InviteEntity);
-        // An open invite that has run out no longer blocks a new one.
-        await invites
-          .createQueryBuilder()
-          .update()
-          .set({ state: InviteState.Expired })
-          .where('workspace_id = :workspaceId AND email = :email AND state IN (:...open) AND expires_at <= now()', {
-            workspaceId: workspace.id,
-            email,
-            open: OPEN_STATES,
-          })
-          .execute();
-        return invites.save(
-          invites.create({
-            workspaceId: workspace.id,
-            senderId: sender.id,
-            email,
-            codeHash: sha256(code),
-            codeCiphertext: this.secrets.seal(code),
-            state: InviteState.EmailPending,
-            expiresAt: new Date(Date.now() + this.config.env.INVITE_TTL_SECONDS * 1000),
-          }),
-        );
-      })
-      .catch((err: unknown) => {
-        if (isUniqueViolation(err)) {
-          throw new ApiException(
-            ErrorCode.DuplicateEntity,
-            `An invite for ${email} to this workspace is already pending`,
-          );
-        }
-        throw err;
-      });
+    // One statement, one round trip: the member check, expiring an open invite that has run out (it
+    // no longer blocks a new one; `expired` is read before the insert, so that runs first) and the
+    // insert. A concurrent invite for the same address meets the open-invite unique index.
+    const open = OPEN_STATES.map((state) => `'${state}'`).join(', ');
+    const rows = await writeRows<{ id: string; created: Date; updated: Date; expires_at: Date }>(
+      this.dataSource,
+      `WITH member AS (SELECT ${this.workspaces.memberWithEmailCondition('$1', '$2')} AS found),
+            expired AS (
+              UPDATE invites SET state = '${InviteState.Expired}', updated = now()
+               WHERE workspace_id = $1 AND email = $2 AND state IN (${open}) AND expires_at <= now()
+                 AND NOT (SELECT found FROM member)
+              RETURNING 1)
+       INSERT INTO invites (workspace_id, sender_id, email, code_hash, code_ciphertext, state, expires_at)
+       SELECT $1::uuid, $3::uuid, $2::varchar, $4::varchar, $5::text, '${InviteState.EmailPending}'::invite_state, $6::timestamptz
+        WHERE NOT (SELECT found FROM member) AND (SELECT count(*) FROM expired) >= 0
+       RETURNING id, created, updated, expires_at`,
+      [
+        workspace.id,
+        email,
+        sender.id,
+        sha256(code),
+        this.secrets.seal(code),
+        new Date(Date.now() + this.config.env.INVITE_TTL_SECONDS * 1000),
+      ],
+    ).catch((err: unknown) => {
+      if (isUniqueViolation(err)) {
+        throw new ApiException(ErrorCode.DuplicateEntity, `An invite for ${email} to this workspace is already pending`);
+      }
+      throw err;
+    });
+    if (!rows[0]) throw new ApiException(ErrorCode.DuplicateEntity, `${email} is already a member of this workspace`);
+    const invite = {
+      id: rows[0].id,
+      workspaceId: workspace.id,
+      senderId: sender.id,
+      email,
+      state: InviteState.EmailPending,
+      expiresAt: rows[0].expires_at,
+      created: rows[0].created,
+      updated: rows[0].updated,
+    } as InviteEntity;
     await this.dispatchEmail(invite.id);
     const response = this.toResponse({
       ...invite,
@@ -205,61 +209,58 @@ export class InvitesService implements OnModuleInit {
    * after which the reconciler's job sends again.
    */
   async deliverEmail(inviteId: string): Promise<'sent' | 'skipped'> {
-    const repo = this.dataSource.getRepository(InviteEntity);
-    const leased = await repo
-      .createQueryBuilder()
-      .update()
-      .set({ emailLeaseUntil: () => `now() + make_interval(secs => ${EMAIL_LEASE_SECONDS})` })
-      .where(
-        'id = :inviteId AND state = :pending AND email_sent_at IS NULL AND expires_at > now() AND (email_lease_until IS NULL OR email_lease_until < now())',
-        { inviteId, pending: InviteState.EmailPending },
-      )
-      .execute();
-    if (!leased.affected) return 'skipped';
+    // The lease and what the message needs, in one statement.
+    const [invite] = await writeRows<{
+      email: string;
+      code_ciphertext: string;
+      expires_at: Date;
+      workspace_name: string;
+      sender_email: string;
+    }>(
+      this.dataSource,
+      `UPDATE invites i
+          SET email_lease_until = now() + make_interval(secs => ${EMAIL_LEASE_SECONDS}), updated = now()
+         FROM workspaces w, developers s
+        WHERE i.id = $1 AND w.id = i.workspace_id AND s.id = i.sender_id
+          AND i.state = '${InviteState.EmailPending}' AND i.email_sent_at IS NULL AND i.expires_at > now()
+          AND i.code_ciphertext IS NOT NULL
+          AND (i.email_lease_until IS NULL OR i.email_lease_until < now())
+       RETURNING i.email, i.code_ciphertext, i.expires_at, w.name AS workspace_name, s.email AS sender_email`,
+      [inviteId],
+    );
+    if (!invite) return 'skipped';
     try {
-      const invite = await this.withRelations(repo.createQueryBuilder('i'))
-        .addSelect('i.codeCiphertext')
-        .where('i.id = :inviteId', { inviteId })
-        .getOne();
-      if (!invite?.codeCiphertext) return 'skipped';
-      const code = this.secrets.open(invite.codeCiphertext);
+      const code = this.secrets.open(invite.code_ciphertext);
       const link = `${this.config.publicUrl}/invites/accept?code=${encodeURIComponent(code)}&proof=${this.emailProof(code)}`;
-      const workspaceName = invite.workspace!.name;
+      const workspaceName = invite.workspace_name;
+      const expires = invite.expires_at.toISOString();
       await this.mailer.send({
         to: invite.email,
         subject: `You are invited to join ${workspaceName}`,
-        text: `${invite.sender!.email} invited you to the workspace "${workspaceName}".\n\nJoin: ${link}\n\nThe invite expires on ${invite.expiresAt.toISOString()}.\n`,
-        html: `<p>${escapeHtml(invite.sender!.email)} invited you to the workspace <strong>${escapeHtml(workspaceName)}</strong>.</p><p><a href="${escapeHtml(link)}">Join ${escapeHtml(workspaceName)}</a></p><p>The invite expires on ${invite.expiresAt.toISOString()}.</p>`,
-        messageId: `<invite-${invite.id}@${this.mailHost}>`,
+        text: `${invite.sender_email} invited you to the workspace "${workspaceName}".\n\nJoin: ${link}\n\nThe invite expires on ${expires}.\n`,
+        html: `<p>${escapeHtml(invite.sender_email)} invited you to the workspace <strong>${escapeHtml(workspaceName)}</strong>.</p><p><a href="${escapeHtml(link)}">Join ${escapeHtml(workspaceName)}</a></p><p>The invite expires on ${expires}.</p>`,
+        messageId: `<invite-${inviteId}@${this.mailHost}>`,
       });
       // An invite accepted while its e-mail went out keeps its state.
-      await repo
-        .createQueryBuilder()
-        .update()
-        .set({
-          state: () =>
-            `CASE WHEN state = '${InviteState.EmailPending}' THEN '${InviteState.EmailSent}'::invite_state ELSE state END`,
-          emailSentAt: () => 'now()',
-          emailAttempts: () => 'email_attempts + 1',
-          codeCiphertext: null,
-          lastError: null,
-          emailLeaseUntil: null,
-        })
-        .where({ id: inviteId })
-        .execute();
+      await writeRows(
+        this.dataSource,
+        `UPDATE invites
+            SET state = CASE WHEN state = '${InviteState.EmailPending}' THEN '${InviteState.EmailSent}'::invite_state ELSE state END,
+                email_sent_at = now(), email_attempts = email_attempts + 1, code_ciphertext = NULL,
+                last_error = NULL, email_lease_until = NULL, updated = now()
+          WHERE id = $1`,
+        [inviteId],
+      );
       return 'sent';
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      await repo
-        .createQueryBuilder()
-        .update()
-        .set({
-          emailAttempts: () => 'email_attempts + 1',
-          lastError: `${ErrorCode.EmailSendFailure}: ${message}`.slice(0, 1000),
-          emailLeaseUntil: null,
-        })
-        .where({ id: inviteId })
-        .execute();
+      await writeRows(
+        this.dataSource,
+        `UPDATE invites
+            SET email_attempts = email_attempts + 1, last_error = $2, email_lease_until = NULL, updated = now()
+          WHERE id = $1`,
+        [inviteId, `${ErrorCode.EmailSendFailure}: ${message}`.slice(0, 1000)],
+      );
       this.logger.warn(
         { inviteId, errorCode: ErrorCode.EmailSendFailure, err: message },
         'invite e-mail not sent; will retry',

@@ -82,14 +82,14 @@ export class WorkspacesService {
     return this.dataSource.getRepository(WorkspaceMemberEntity).existsBy({ workspaceId, developerId });
   }
 
-  /** Whether a developer with this (lower-cased) e-mail address is already a member. */
-  hasMemberWithEmail(workspaceId: string, email: string): Promise<boolean> {
-    return this.dataSource
-      .getRepository(WorkspaceMemberEntity)
-      .createQueryBuilder('m')
-      .innerJoin('m.developer', 'd')
-      .where('m.workspace_id = :workspaceId AND d.email = :email AND d.deleted IS NULL', { workspaceId, email })
-      .getExists();
+  /**
+   * An SQL condition, true when a developer with the (lower-cased) e-mail address in parameter
+   * `emailParam` is a member of the workspace whose id is in `workspaceIdParam`: for a statement of
+   * another module that must check it in the same round trip (the invite create).
+   */
+  memberWithEmailCondition(workspaceIdParam: string, emailParam: string): string {
+    return `EXISTS (SELECT 1 FROM workspace_members m JOIN developers d ON d.id = m.developer_id
+                     WHERE m.workspace_id = ${workspaceIdParam} AND d.email = ${emailParam} AND d.deleted IS NULL)`;
   }
 
   /** Ids of the workspace's members, in the order they joined. */
