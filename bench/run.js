@@ -399,9 +399,23 @@ async function main() {
   await scenario('tail_latency', '≤ 3', async () => {
     if (!maxReadRate) throw new Error('read_database gave no maximum rate');
     const rate = Math.round(maxReadRate * 0.7);
-    const r = countReads(await S.fixedRate({ url: ours + readPath, headers: a.auth, rate, seconds: P.tailSeconds }));
+    const r = countReads(
+      await S.fixedRate({
+        url: ours + readPath,
+        headers: a.auth,
+        rate,
+        seconds: P.tailSeconds,
+        connections: CONNECTIONS,
+      }),
+    );
     // The baseline at the same rate: what this machine and load generator give a minimal server.
-    const b = await S.fixedRate({ url: raw.reads + readPath, headers: a.auth, rate, seconds: P.tailSeconds });
+    const b = await S.fixedRate({
+      url: raw.reads + readPath,
+      headers: a.auth,
+      rate,
+      seconds: P.tailSeconds,
+      connections: CONNECTIONS,
+    });
     const ratio = r.latency.p99 / r.latency.p50;
     const tail = (x) => `p99 ${fmt(x.latency.p99, 1)} ms ÷ p50 ${fmt(x.latency.p50, 1)} ms`;
     record({
@@ -589,8 +603,11 @@ async function main() {
       if (res.status !== 200) throw new Error(`raw send answered ${res.status}: ${await res.text()}`);
       return (count / ((await arrived) - t0)) * 1000;
     };
-    await invitesOurs(5);
-    await invitesRaw(5);
+    // A whole round each to warm up: both sides get faster over their first hundred messages (JIT,
+    // pooled SMTP and metadata connections), ours more (measured: 147 → 303 mail/s over five rounds
+    // after a warm-up of five).
+    await invitesOurs();
+    await invitesRaw();
     const r = await S.interleave(
       P.rounds,
       () => invitesOurs(),
@@ -607,7 +624,7 @@ async function main() {
       ratio: o / b,
       target: '≥ 0.9',
       met: o / b >= 0.9,
-      note: 'ours: POST invites (4 in flight) until the last e-mail arrives; baseline: sequential nodemailer sends',
+      note: 'ours: POST invites (4 in flight) until the last e-mail arrives; baseline: sequential nodemailer sends over the same pooled transport',
       oursText: `${fmt(o, 1)} mail/s`,
       baselineText: `${fmt(b, 1)} mail/s`,
     });

@@ -2,9 +2,9 @@
 /**
  * Baseline of invite e-mails: a raw nodemailer loop. `POST /send?count=N&tag=T` sends N invite-shaped
  * messages (same headers, same text and HTML bodies as the service's invite e-mail, with a code of
- * the same length) one after the other, as the service's invite-email queue does (one job at a time),
- * through a transport made like the service's Mailer (SMTP_URL, same timeouts, no pooling), to
- * `T-<i>@example.test`, and answers when the last one is accepted. No database, no queue.
+ * the same length) one after the other, through a transport made like the service's Mailer
+ * (SMTP_URL, same timeouts, connections pooled and reused as there), to `T-<i>@example.test`, and
+ * answers when the last one is accepted. No database, no queue, no HTTP per message.
  *
  * Environment: SMTP_URL, MAIL_FROM, PUBLIC_URL. Prints `listening <port>` when ready.
  */
@@ -17,7 +17,14 @@ const from = env.MAIL_FROM ?? 'Database Control Plane <no-reply@localhost>';
 const publicUrl = env.PUBLIC_URL.replace(/\/+$/, '');
 const host = new URL(publicUrl).hostname;
 const transport = createTransport(
-  { url: env.SMTP_URL, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 },
+  {
+    url: env.SMTP_URL,
+    pool: true,
+    maxConnections: 4,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 30_000,
+  },
   { from },
 );
 const escapeHtml = (s) =>

@@ -106,13 +106,14 @@ async function load(options) {
 
 /**
  * Open-loop load at a fixed rate: request i is due at start + i / rate, whatever the answers before
- * it did, over keep-alive connections (as many as are in flight). Latency is measured from the time
- * a request was due, not from when it could be sent, so a stall counts for every request it delays
- * (no coordinated omission). autocannon's `overallRate` is not this: each connection sends back to
- * back until its budget for the second is spent, then waits for the next second (bursts).
+ * it did, over `connections` keep-alive connections (a request due while all are busy waits for
+ * the next free one, as wrk2 does). Latency is measured from the time a request was due, not from
+ * when it could be sent, so a stall counts for every request it delays (no coordinated omission).
+ * autocannon's `overallRate` is not this: each connection sends back to back until its budget for
+ * the second is spent, then waits for the next second (bursts).
  */
-async function fixedRate({ url, headers = {}, rate, seconds }) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+async function fixedRate({ url, headers = {}, rate, seconds, connections }) {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections });
   const total = Math.round(rate * seconds);
   const latencies = [];
   let failures = 0;
