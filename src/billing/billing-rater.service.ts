@@ -6,11 +6,10 @@ import { AppConfig } from '../config/app-config';
 import { StorageUsage } from '../insights/storage-usage.service';
 import { ComputeUsagePeriods } from '../metrics/compute-usage-periods.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
 import { SubscriptionLevel } from '../subscriptions/subscription-level';
 import { SubscriptionsService } from '../subscriptions/subscriptions.service';
-import { BillingJobs, rateMonthJobId } from './billing-jobs';
+import { rateMonthJobId } from './billing-jobs';
 import { BillingMonth, billingMonthOf, previousBillingMonth } from './billing-month';
 import { ALL_BILLING_COMPONENTS, RatedLine, rateMonth } from './rating';
 
@@ -123,7 +122,7 @@ export class BillingRater implements OnModuleInit {
       for (const month of [previous, current]) {
         const data = { workspaceId, ym: month.ym };
         if (
-          await this.jobs.dispatch(Queues.Billing, BillingJobs.RateMonth, data, {
+          await this.jobs.dispatch('RateBillingMonth', data, {
             jobId: rateMonthJobId(workspaceId, month.ym),
           })
         )

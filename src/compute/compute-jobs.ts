@@ -1,3 +1,5 @@
+import type { JobName } from '../queues/job-registry';
+
 /**
  * Jobs of the `compute-lifecycle` queue. Each carries only the instance id: the job converges the
  * instance to the state its row asks for, whatever that is by the time it runs. The name and id
@@ -10,14 +12,13 @@ export const ComputeJobs = {
   Terminate: 'terminate',
 } as const;
 
-export type ComputeJobName = (typeof ComputeJobs)[keyof typeof ComputeJobs];
-
 export interface ComputeJobData {
   instanceId: string;
 }
 
 export interface ComputeJob {
-  name: ComputeJobName;
+  /** The job's name in the registry (JOBS). */
+  job: Extract<JobName, 'ProvisionCompute' | 'ResizeCompute' | 'TerminateCompute'>;
   jobId: string;
 }
 
@@ -28,10 +29,10 @@ export function computeJobFor(instance: {
   instanceTypeId: string | null;
   desiredInstanceTypeId: string;
 }): ComputeJob {
-  if (instance.deleted) return { name: ComputeJobs.Terminate, jobId: `compute-terminate:${instance.id}` };
-  if (!instance.instanceTypeId) return { name: ComputeJobs.Provision, jobId: `compute-provision:${instance.id}` };
+  if (instance.deleted) return { job: 'TerminateCompute', jobId: `compute-terminate:${instance.id}` };
+  if (!instance.instanceTypeId) return { job: 'ProvisionCompute', jobId: `compute-provision:${instance.id}` };
   return {
-    name: ComputeJobs.Resize,
+    job: 'ResizeCompute',
     jobId: `compute-resize:${instance.id}:${instance.desiredInstanceTypeId}`,
   };
 }

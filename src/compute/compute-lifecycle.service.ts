@@ -7,7 +7,6 @@ import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import { DatabasesService } from '../databases/databases.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
 import { computeJobFor } from './compute-jobs';
@@ -84,7 +83,7 @@ export class ComputeLifecycle implements OnModuleInit {
   async dispatch(instance: ComputeInstanceEntity, again = false): Promise<void> {
     const job = computeJobFor(instance);
     const send = again ? this.jobs.redispatch.bind(this.jobs) : this.jobs.dispatch.bind(this.jobs);
-    await send(Queues.ComputeLifecycle, job.name, { instanceId: instance.id }, { jobId: job.jobId });
+    await send(job.job, { instanceId: instance.id }, { jobId: job.jobId });
   }
 
   /**

@@ -15,10 +15,9 @@ import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import { DatabasesService } from '../databases/databases.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
-import { CredentialJobs, expireJobId } from './credential-jobs';
+import { expireJobId } from './credential-jobs';
 import { CredentialRotationEntity } from './credential-rotation.entity';
 import { CredentialEntity } from './credential.entity';
 import { CreateCredentialResponse, CredentialResponse } from './credential.response';
@@ -464,12 +463,7 @@ export class CredentialsService implements OnModuleInit {
         { id: credentialId, pending: true, dropped: IsNull(), expiresAt: IsNull() },
         { expiresAt: at },
       );
-      await this.jobs.dispatch(
-        Queues.CredentialExpiry,
-        CredentialJobs.Expire,
-        { credentialId },
-        { jobId: expireJobId(credentialId, at) },
-      );
+      await this.jobs.dispatch('ExpireCredential', { credentialId }, { jobId: expireJobId(credentialId, at) });
     } catch (err) {
       this.logger.error(
         { databaseId: database.id, credentialId, err: messageOf(err) },
@@ -507,8 +501,7 @@ export class CredentialsService implements OnModuleInit {
     const at = current && !current.dropped ? current.expiresAt : null;
     if (!at) return;
     await this.jobs.dispatch(
-      Queues.CredentialExpiry,
-      CredentialJobs.Expire,
+      'ExpireCredential',
       { credentialId: credential.id },
       { jobId: expireJobId(credential.id, at), delayMs: Math.max(0, at.getTime() - Date.now()) },
     );

@@ -4,10 +4,9 @@ import { DataSource, EntityManager, In, IsNull, LessThanOrEqual, Not, Repository
 import { ErrorCode } from '../common/errors/error-code';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
 import { DatabaseFinalizers } from './database-finalizers';
-import { DatabaseJobs, provisionJobId } from './database-jobs';
+import { provisionJobId } from './database-jobs';
 import { markReady, readDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { WarmPool } from './warm-pool.service';
@@ -176,12 +175,7 @@ export class DatabaseLifecycle implements OnModuleInit {
       take: SWEEP_BATCH,
     });
     for (const { id } of unbuilt) {
-      await this.jobs.redispatch(
-        Queues.DatabaseLifecycle,
-        DatabaseJobs.Provision,
-        { databaseId: id },
-        { jobId: provisionJobId(id) },
-      );
+      await this.jobs.redispatch('ProvisionDatabase', { databaseId: id }, { jobId: provisionJobId(id) });
     }
     const overdue = await this.databases.find({
       select: { id: true },

@@ -12,11 +12,10 @@ import { DataPlaneServers } from '../data-plane/data-plane-servers.service';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { physicalDatabaseName } from '../data-plane/physical-names';
 import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
-import { DatabaseJobs, finalizeJobId, provisionJobId } from './database-jobs';
+import { finalizeJobId, provisionJobId } from './database-jobs';
 import { isValidDatabaseName } from './database-name';
 import { DATABASE_COLUMNS, type DatabaseRow, readDatabase, toDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
@@ -121,12 +120,7 @@ export class DatabasesService {
       throw err;
     }
     if (entity.status === DatabaseStatus.Requested) {
-      await this.jobs.dispatch(
-        Queues.DatabaseLifecycle,
-        DatabaseJobs.Provision,
-        { databaseId: entity.id },
-        { jobId: provisionJobId(entity.id) },
-      );
+      await this.jobs.dispatch('ProvisionDatabase', { databaseId: entity.id }, { jobId: provisionJobId(entity.id) });
     }
     if (usePool && entity.serverId) await this.pool.requestRefill(entity.serverId);
     return this.describe(entity, workspace);
@@ -222,8 +216,7 @@ export class DatabasesService {
       database.deleted = recorded?.deleted ?? now;
       database.deletionDueAt = recorded?.deletionDueAt ?? new Date(now.getTime() + graceMs);
       await this.jobs.dispatch(
-        Queues.DatabaseLifecycle,
-        DatabaseJobs.FinalizeDeletion,
+        'FinalizeDatabaseDeletion',
         { databaseId: database.id },
         { jobId: finalizeJobId(database.id), delayMs: graceMs },
       );
@@ -275,12 +268,7 @@ export class DatabasesService {
       { deleted: now, deletionDueAt: now },
     );
     if (!affected) return false;
-    await this.jobs.dispatch(
-      Queues.DatabaseLifecycle,
-      DatabaseJobs.FinalizeDeletion,
-      { databaseId },
-      { jobId: finalizeJobId(databaseId) },
-    );
+    await this.jobs.dispatch('FinalizeDatabaseDeletion', { databaseId }, { jobId: finalizeJobId(databaseId) });
     return true;
   }
 

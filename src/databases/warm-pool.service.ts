@@ -10,8 +10,7 @@ import { DataPlaneServers } from '../data-plane/data-plane-servers.service';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { physicalDatabaseName } from '../data-plane/physical-names';
 import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
-import { DatabaseJobs, refillPoolJobId } from './database-jobs';
+import { refillPoolJobId } from './database-jobs';
 import { Placement } from './placement.service';
 import { PooledDatabaseEntity } from './pooled-database.entity';
 
@@ -63,12 +62,7 @@ export class WarmPool {
 
   async requestRefill(serverId: string): Promise<void> {
     if (this.target <= 0) return;
-    await this.jobs.dispatch(
-      Queues.DatabaseLifecycle,
-      DatabaseJobs.RefillPool,
-      { serverId },
-      { jobId: refillPoolJobId(serverId) },
-    );
+    await this.jobs.dispatch('RefillDatabasePool', { serverId }, { jobId: refillPoolJobId(serverId) });
   }
 
   /** Refills every server of the creatable regions (non-ACTIVE ones give their pooled databases back). */

@@ -13,9 +13,9 @@ import {
 } from '../data-plane/telemetry';
 import { DatabasesService } from '../databases/databases.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
+import { JOBS } from '../queues/job-registry';
 import { Reconciler } from '../queues/reconciler';
-import { sampleServerJobId, TelemetryJobs } from './telemetry-jobs';
+import { sampleServerJobId } from './telemetry-jobs';
 
 export interface SampledDatabase {
   id: string;
@@ -124,14 +124,15 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
    */
   async ensureSchedule(): Promise<void> {
     if (!this.config.workersEnabled) return;
-    const queue = this.jobs.queue(Queues.Telemetry);
+    const schedule = JOBS.ScheduleTelemetryPasses;
+    const queue = this.jobs.queue(schedule.queue);
     for (const job of await queue.getRepeatableJobs()) {
-      if (job.name === TelemetryJobs.Schedule && Number(job.every) !== this.intervalMs) {
+      if (job.name === schedule.name && Number(job.every) !== this.intervalMs) {
         await queue.removeRepeatableByKey(job.key);
       }
     }
     await queue.add(
-      TelemetryJobs.Schedule,
+      schedule.name,
       {},
       { repeat: { every: this.intervalMs }, jobId: SCHEDULE_JOB_ID, removeOnComplete: true, removeOnFail: true },
     );
@@ -159,8 +160,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
     let enqueued = 0;
     for (const server of await this.serversToSample()) {
       const ok = await this.jobs.dispatch(
-        Queues.Telemetry,
-        TelemetryJobs.SampleServer,
+        'SampleTelemetryServer',
         { serverKey: server.key, at: at.toISOString() },
         { jobId: sampleServerJobId(server.key, at) },
       );

@@ -3,7 +3,8 @@ import { Logger } from '@nestjs/common';
 import type { Job } from 'bull';
 import { ErrorCode } from '../common/errors/error-code';
 import { Queues } from '../queues/queue-names';
-import { InvitesService, SEND_INVITE_EMAIL } from './invites.service';
+import { SEND_INVITE_EMAIL } from './invite-jobs';
+import { InvitesService } from './invites.service';
 
 @Processor(Queues.InviteEmail)
 export class InviteEmailProcessor {

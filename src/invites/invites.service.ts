@@ -14,7 +14,6 @@ import { writeRows } from '../database/hot-query';
 import { DeveloperKind } from '../developers/developer.entity';
 import { DeveloperIdentity, DevelopersService } from '../developers/developers.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
-import { Queues } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
@@ -23,7 +22,6 @@ import { InviteEntity, InviteState } from './invite.entity';
 import { InviteResponse } from './invite.response';
 import { Mailer } from './mailer.service';
 
-export const SEND_INVITE_EMAIL = 'send';
 const OPEN_STATES = [InviteState.EmailPending, InviteState.EmailSent];
 /** Longer than the mailer's connection, greeting and socket timeouts together. */
 const EMAIL_LEASE_SECONDS = 120;
@@ -289,8 +287,8 @@ export class InvitesService implements OnModuleInit {
   private dispatchEmail(inviteId: string, redispatch = false): Promise<boolean> {
     const options = { jobId: `invite-email:${inviteId}` };
     return redispatch
-      ? this.jobs.redispatch(Queues.InviteEmail, SEND_INVITE_EMAIL, { inviteId }, options)
-      : this.jobs.dispatch(Queues.InviteEmail, SEND_INVITE_EMAIL, { inviteId }, options);
+      ? this.jobs.redispatch('SendInviteEmail', { inviteId }, options)
+      : this.jobs.dispatch('SendInviteEmail', { inviteId }, options);
   }
 
   /** Reconciler task: every invite still owed an e-mail gets its job back (a lost or exhausted job). */

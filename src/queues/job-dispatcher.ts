@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { Queue } from 'bull';
 import { AppConfig } from '../config/app-config';
+import { JOBS, type JobName, type JobPayload } from './job-registry';
 import { QueueName } from './queue-names';
 import { currentReconcileTally } from './reconcile-tally';
 
@@ -31,9 +32,10 @@ export class JobDispatcher {
     return this.moduleRef.get<Queue>(getQueueToken(name), { strict: false });
   }
 
-  async dispatch(queue: QueueName, job: string, data: object, options: DispatchOptions): Promise<boolean> {
-    const q = this.queue(queue);
-    const add = q.add(job, data, {
+  /** Enqueues a registered job on its queue (JOBS says which, and what its payload is). */
+  async dispatch<N extends JobName>(job: N, data: JobPayload<N>, options: DispatchOptions): Promise<boolean> {
+    const { queue, name } = JOBS[job];
+    const add = this.queue(queue).add(name, data, {
       jobId: options.jobId,
       delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
       attempts: this.config.env.JOB_ATTEMPTS,
@@ -55,7 +57,7 @@ export class JobDispatcher {
     } catch (err) {
       add.catch(() => undefined);
       this.logger.warn(
-        { queue, job, jobId: options.jobId, err: String(err) },
+        { queue, job: name, jobId: options.jobId, err: String(err) },
         'enqueue failed; the reconciler will retry',
       );
       return false;
@@ -68,13 +70,14 @@ export class JobDispatcher {
    * Re-enqueues a job whose earlier run failed for good (it sits in the failed set under the same
    * id, which would otherwise swallow the new add).
    */
-  async redispatch(queue: QueueName, job: string, data: object, options: DispatchOptions): Promise<boolean> {
+  async redispatch<N extends JobName>(job: N, data: JobPayload<N>, options: DispatchOptions): Promise<boolean> {
+    const { queue } = JOBS[job];
     try {
       const existing = await this.queue(queue).getJob(options.jobId);
       if (existing && (await existing.isFailed())) await existing.remove();
     } catch (err) {
       this.logger.warn({ queue, jobId: options.jobId, err: String(err) }, 'could not inspect existing job');
     }
-    return this.dispatch(queue, job, data, options);
+    return this.dispatch(job, data, options);
   }
 }
