@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { BillingRatingProcessor } from './billing/billing-rating.processor';
 import { BillingModule } from './billing/billing.module';
 import { ComputeLifecycleProcessor } from './compute/compute-lifecycle.processor';
@@ -11,24 +12,36 @@ import { InviteEmailProcessor } from './invites/invite-email.processor';
 import { InsightsModule } from './insights/insights.module';
 import { TelemetrySamplerProcessor } from './insights/telemetry-sampler.processor';
 import { InvitesModule } from './invites/invites.module';
+import { JobHandlerCheck } from './queues/job-handler-check';
 import { ReconcileLoop } from './queues/reconcile-loop';
+
+/** Every queue processor: between them, exactly one handler per job of the registry (JOBS). */
+export const QUEUE_PROCESSORS = [
+  DatabaseLifecycleProcessor,
+  CredentialExpiryProcessor,
+  ComputeLifecycleProcessor,
+  InviteEmailProcessor,
+  BillingRatingProcessor,
+  TelemetrySamplerProcessor,
+];
 
 /**
  * What makes a process a worker: the queue processors of the feature modules (each calls its
  * module's exported service) and the reconcile loop. A process runs them exactly when this module
  * is part of what it boots (WorkerModule always, the API unless WORKERS=off), not because of an
- * environment variable read while modules are defined.
+ * environment variable read while modules are defined. Such a process refuses to start unless the
+ * processors' handlers match the job registry (JobHandlerCheck); one without it never checks.
  */
 @Module({
-  imports: [DatabasesModule, CredentialsModule, ComputeModule, InvitesModule, BillingModule, InsightsModule],
-  providers: [
-    DatabaseLifecycleProcessor,
-    CredentialExpiryProcessor,
-    ComputeLifecycleProcessor,
-    InviteEmailProcessor,
-    BillingRatingProcessor,
-    TelemetrySamplerProcessor,
-    ReconcileLoop,
+  imports: [
+    DiscoveryModule,
+    DatabasesModule,
+    CredentialsModule,
+    ComputeModule,
+    InvitesModule,
+    BillingModule,
+    InsightsModule,
   ],
+  providers: [...QUEUE_PROCESSORS, JobHandlerCheck, ReconcileLoop],
 })
 export class QueueProcessorsModule {}

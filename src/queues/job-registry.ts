@@ -50,5 +50,5 @@ export type JobName = keyof typeof JOBS;
 /** The payload a job's handler receives, as its registry entry declares it. */
 export type JobPayload<N extends JobName> = NonNullable<(typeof JOBS)[N]['payload']>;
 
-/** A registry of jobs (the service's is JOBS; the handler check's tests pass their own). */
-export type JobRegistry = Readonly<Record<string, JobDefinition>>;
+/** What the handler check reads of a registry (the service's is JOBS; its tests pass their own). */
+export type JobRegistry = Readonly<Record<string, { readonly queue: string; readonly name: string }>>;
