@@ -97,23 +97,24 @@ export class DatabasesService {
           serverId = best.server.id;
         }
         const repo = manager.getRepository(DatabaseEntity);
-        return repo.save(
-          repo.create({
-            id,
-            workspaceId: workspace.id,
-            name: dto.databaseName,
-            region: dto.region,
-            serverId,
-            sharded,
-            status: pooled ? DatabaseStatus.Ready : DatabaseStatus.Requested,
-            physicalName: pooled ?? physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
-            lastError: null,
-            provisionAttempts: 0,
-            deleted: null,
-            deletionDueAt: null,
-            finalized: null,
-          }),
-        );
+        // insert, not save: save would first look the new id up to choose between INSERT and UPDATE.
+        const row = repo.create({
+          id,
+          workspaceId: workspace.id,
+          name: dto.databaseName,
+          region: dto.region,
+          serverId,
+          sharded,
+          status: pooled ? DatabaseStatus.Ready : DatabaseStatus.Requested,
+          physicalName: pooled ?? physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
+          lastError: null,
+          provisionAttempts: 0,
+          deleted: null,
+          deletionDueAt: null,
+          finalized: null,
+        });
+        await repo.insert(row);
+        return row;
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw this.nameTaken(dto.databaseName);
