@@ -575,26 +575,21 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   private admin(t: DataPlaneTarget): Pool {
-    let pool = this.pools.get(t.id);
-    if (!pool) {
-      pool = new Pool({ ...this.connectionOptions(), connectionString: t.url, max: 4, idleTimeoutMillis: 10000 });
-      // An idle client that loses its connection must not take the process down.
-      pool.on('error', (err) =>
-        this.logger.warn({ region: t.region, serverId: t.id, err: err.message }, 'data-plane connection lost'),
-      );
-      this.pools.set(t.id, pool);
-    }
-    return pool;
+    return this.poolOf(this.pools, t, 4, 'data-plane connection lost');
   }
 
   private lockPool(t: DataPlaneTarget): Pool {
-    let pool = this.lockPools.get(t.id);
+    return this.poolOf(this.lockPools, t, 16, 'data-plane lock session lost');
+  }
+
+  /** The server's pool in `pools`, made on first use. */
+  private poolOf(pools: Map<string, Pool>, t: DataPlaneTarget, max: number, lostMessage: string): Pool {
+    let pool = pools.get(t.id);
     if (!pool) {
-      pool = new Pool({ ...this.connectionOptions(), connectionString: t.url, max: 16, idleTimeoutMillis: 10000 });
-      pool.on('error', (err) =>
-        this.logger.warn({ region: t.region, serverId: t.id, err: err.message }, 'data-plane lock session lost'),
-      );
-      this.lockPools.set(t.id, pool);
+      pool = new Pool({ ...this.connectionOptions(), connectionString: t.url, max, idleTimeoutMillis: 10000 });
+      // An idle client that loses its connection must not take the process down.
+      pool.on('error', (err) => this.logger.warn({ region: t.region, serverId: t.id, err: err.message }, lostMessage));
+      pools.set(t.id, pool);
     }
     return pool;
   }
