@@ -497,6 +497,62 @@ describe('database lifecycle jobs', () => {
     }
   });
 
+  it('records a build that does not verify as REQUESTED with the error, and builds it again until it verifies', async () => {
+    const dataPlane = t.app.get(DataPlane);
+    const build = dataPlane.buildDatabase.bind(dataPlane);
+    // The build runs for real, then its database is found open to PUBLIC (as a hand-made GRANT would leave it).
+    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementationOnce(async (...args) => {
+      const hardened = await build(...args);
+      expect(hardened).toBe(true);
+      await onDataPlane((c) => c.query(`GRANT CONNECT ON DATABASE ${c.escapeIdentifier(args[1])} TO PUBLIC`));
+      return dataPlane.isDatabaseHardened(args[0], args[1]);
+    });
+    try {
+      const name = `unverified_${unique()}`;
+      const res = await t.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+        .expect(201);
+      const failed = await eventually(async () => {
+        const row = await databaseRow(t, res.body.id);
+        return row.last_error ? row : null;
+      });
+      expect(failed).toMatchObject({
+        status: 'REQUESTED',
+        last_error: 'the built database failed verification (missing, wrong owner or open to PUBLIC)',
+        provision_attempts: 1,
+      });
+      spy.mockRestore();
+      await reconcile(t.app);
+      await waitForStatus(t, auth, slug, name, 'READY');
+      const row = await databaseRow(t, res.body.id);
+      expect(row).toMatchObject({ last_error: null, provision_attempts: 2 });
+      // The rebuild closed it to PUBLIC again.
+      expect(await dataPlane.isDatabaseHardened(row.server_id!, row.physical_name)).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('builds a row an earlier version left BUILT (built, not yet verified) again and makes it READY', async () => {
+    const name = `left_built_${unique()}`;
+    const res = await t.http
+      .post(`/workspaces/${slug}/databases`)
+      .set(auth)
+      .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+      .expect(201);
+    await waitForStatus(t, auth, slug, name, 'READY');
+    // As an earlier version could leave it: BUILT, with its physical database half-hardened.
+    const { physical_name: physical } = await databaseRow(t, res.body.id);
+    await onDataPlane((c) => c.query(`GRANT CONNECT ON DATABASE ${c.escapeIdentifier(physical)} TO PUBLIC`));
+    await t.dataSource.query(`UPDATE databases SET status = 'BUILT' WHERE id = $1`, [res.body.id]);
+    await t.app.get(DatabaseLifecycle).provision(res.body.id);
+    expect(await databaseRow(t, res.body.id)).toMatchObject({ status: 'READY', last_error: null });
+    const server = (await databaseRow(t, res.body.id)).server_id;
+    expect(await t.app.get(DataPlane).isDatabaseHardened(server!, physical)).toBe(true);
+  });
+
   it('answers a second delete with the same body, and refuses to rename a database queued for deletion', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const path = `/workspaces/${slug}/databases/${db.name}`;
