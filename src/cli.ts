@@ -124,14 +124,8 @@ const COMMANDS: Record<string, Command> = {
       }
       if (!['postgres:', 'postgresql:'].includes(parsed.protocol))
         throw new UsageError('--url must be a postgres:// URL');
-      const publicHost = options['public-host'] as string | undefined;
-      let maxDatabases: number | undefined;
-      if (options['max-databases'] !== undefined) {
-        maxDatabases = Number(options['max-databases']);
-        if (!Number.isInteger(maxDatabases) || maxDatabases < 1) {
-          throw new UsageError('--max-databases must be a whole number from 1');
-        }
-      }
+      const publicHost = optionalPublicHost(options);
+      const maxDatabases = optionalMaxDatabases(options);
       return async (app) => {
         const { DataPlane, DataPlaneServers } = await fleet();
         // Connects and checks the admin's rights before anything is saved; the URL is never printed.
@@ -153,6 +147,32 @@ const COMMANDS: Record<string, Command> = {
         const servers = await app.get(DataPlaneServers).directory(true);
         const counts = await app.get(DatabasesService).countByServer(servers.map((s) => s.id));
         return servers.map((s) => ({ ...s, databases: counts.get(s.id) ?? 0 }));
+      };
+    },
+  },
+  'server:update': {
+    usage: 'server:update --id ID [--max-databases N] [--public-host HOST:PORT]',
+    options: { id: { type: 'string' }, 'max-databases': { type: 'string' }, 'public-host': { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      const change = { maxDatabases: optionalMaxDatabases(options), publicHost: optionalPublicHost(options) };
+      if (change.maxDatabases === undefined && change.publicHost === undefined) {
+        throw new UsageError('nothing to change: give --max-databases, --public-host or both');
+      }
+      return async (app) => {
+        const { DataPlaneServers } = await fleet();
+        return app.get(DataPlaneServers).update(id, change);
+      };
+    },
+  },
+  'server:disable': {
+    usage: 'server:disable --id ID',
+    options: { id: { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      return async (app) => {
+        const { DataPlaneServers, DataPlaneServerState } = await fleet();
+        return app.get(DataPlaneServers).setState(id, DataPlaneServerState.Disabled);
       };
     },
   },
@@ -207,6 +227,25 @@ function required(options: Options, name: string): string {
   const value = options[name];
   if (typeof value !== 'string' || !value) throw new UsageError(`--${name} is required`);
   return value;
+}
+
+function optionalMaxDatabases(options: Options): number | undefined {
+  if (options['max-databases'] === undefined) return undefined;
+  const maxDatabases = Number(options['max-databases']);
+  if (!Number.isInteger(maxDatabases) || maxDatabases < 1) {
+    throw new UsageError('--max-databases must be a whole number from 1');
+  }
+  return maxDatabases;
+}
+
+/** `host` or `host:port` (PostgreSQL's port when it names none), as customers will connect to it. */
+function optionalPublicHost(options: Options): string | undefined {
+  const host = options['public-host'];
+  if (host === undefined) return undefined;
+  if (typeof host !== 'string' || !/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host)) {
+    throw new UsageError('--public-host must be HOST or HOST:PORT');
+  }
+  return host;
 }
 
 function requiredUuid(options: Options, name: string): string {

@@ -176,6 +176,26 @@ export class DataPlaneServers implements OnModuleInit {
   }
 
   /**
+   * Changes a server's capacity or the host customers connect to. A capacity below what lives on
+   * the server only stops new placements there (nothing is moved); a new public host is what every
+   * database on the server reports as `dbHost` from then on (each process's directory, within
+   * seconds). Its admin URL is not changed here: processes keep their sessions to the server.
+   */
+  async update(id: string, change: { maxDatabases?: number; publicHost?: string }): Promise<DataPlaneServerView> {
+    const row = await this.servers.findOneBy({ id });
+    if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+    await this.servers.update(
+      { id },
+      {
+        ...(change.maxDatabases !== undefined ? { maxDatabases: change.maxDatabases } : {}),
+        ...(change.publicHost !== undefined ? { publicHost: hostWithPort(change.publicHost) } : {}),
+      },
+    );
+    this.cached = undefined;
+    return viewOf((await this.servers.findOneBy({ id })) ?? row);
+  }
+
+  /**
    * Removes a server, refused while `inUse` (asked with the server row locked, so a placement that
    * chose it has committed first and none can choose it meanwhile) counts anything living on it.
    */

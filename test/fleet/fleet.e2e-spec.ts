@@ -211,6 +211,69 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
     expect(unknown.stderr).toMatch(/No data-plane server/);
   });
 
+  it("server:update changes a server's capacity and public host at once; server:disable stops new databases there", async () => {
+    const realHost = new URL(SECOND_URL()).host;
+    // Only the second server could take a database, and it is full (2 of 2).
+    expect((await cli(['server:drain', '--id', first])).code).toBe(0);
+    try {
+      expect((await create()).status).toBe(503);
+      const updated = await cli([
+        'server:update',
+        '--id',
+        second,
+        '--max-databases',
+        '3',
+        '--public-host',
+        'db2.example.test:6543',
+      ]);
+      expect({ code: updated.code, stderr: updated.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(updated.json).toMatchObject({ id: second, maxDatabases: 3, publicHost: 'db2.example.test:6543' });
+      expect(updated.stdout).not.toContain(decodeURIComponent(new URL(SECOND_URL()).password));
+
+      const name = `grown_${unique()}`;
+      const placed = await create(name);
+      expect(placed.status).toBe(201);
+      expect(await serverOfDatabase(placed.body.id)).toBe(second);
+      await waitForStatus(t, auth, slug, name, 'READY');
+      // Every process reads the directory again within seconds: dbHost follows the new public host.
+      await eventually(
+        async () =>
+          ((await t.http.get(path(name)).set(auth).expect(200)).body as { dbHost: string }).dbHost.startsWith(
+            'postgres://db2.example.test:6543/',
+          ),
+        10000,
+      );
+
+      const disabled = await cli(['server:disable', '--id', second]);
+      expect(disabled.json).toMatchObject({ id: second, state: 'DISABLED', maxDatabases: 3 });
+      expect((await cli(['server:update', '--id', second, '--max-databases', '10'])).code).toBe(0);
+      // Room, but disabled: the region has no server to place a database on.
+      expect((await create()).status).toBe(503);
+    } finally {
+      await cli(['server:activate', '--id', first]);
+      await cli(['server:activate', '--id', second]);
+      await cli(['server:update', '--id', second, '--max-databases', '3', '--public-host', realHost]);
+    }
+
+    const nothing = await cli(['server:update', '--id', second]);
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toMatch(/nothing to change/);
+    const zero = await cli(['server:update', '--id', second, '--max-databases', '0']);
+    expect(zero.code).toBe(1);
+    expect(zero.stderr).toMatch(/--max-databases must be a whole number from 1/);
+    const badHost = await cli(['server:update', '--id', second, '--public-host', 'db/other@host']);
+    expect(badHost.code).toBe(1);
+    expect(badHost.stderr).toMatch(/--public-host must be HOST or HOST:PORT/);
+    const unknown = await cli(['server:update', '--id', randomUUID(), '--max-databases', '5']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No data-plane server/);
+    expect(
+      await t.dataSource.query('SELECT max_databases, public_host, state FROM data_plane_servers WHERE id = $1', [
+        second,
+      ]),
+    ).toEqual([{ max_databases: 3, public_host: realHost, state: 'ACTIVE' }]);
+  });
+
   it('a stalled server costs only the requests that need it: 503 within the timeouts, others unaffected, nothing orphaned', async () => {
     const on = async (server: string) =>
       (
