@@ -1,4 +1,9 @@
+import type { TransactionHost } from '@nestjs-cls/transactional';
+import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import type { EntityManager } from 'typeorm';
+
+/** The transaction host of the metadata database (TypeORM), as repositories and services inject it. */
+export type MetadataTransactionHost = TransactionHost<TransactionalAdapterTypeOrm>;
 
 /**
  * Takes a PostgreSQL advisory lock named by `key` for the rest of the caller's transaction: work
@@ -6,4 +11,13 @@ import type { EntityManager } from 'typeorm';
  */
 export async function lockForTransaction(manager: EntityManager, key: string): Promise<void> {
   await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+}
+
+/**
+ * The same lock, taken in the transaction the context carries (TransactionHost). Refuses to run
+ * outside one: a transaction-scoped lock taken by a lone statement would be released at once.
+ */
+export async function lockForContextTransaction(txHost: MetadataTransactionHost, key: string): Promise<void> {
+  if (!txHost.isTransactionActive()) throw new Error(`advisory lock ${key} needs a transaction in the context`);
+  await lockForTransaction(txHost.tx, key);
 }
