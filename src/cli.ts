@@ -205,7 +205,7 @@ const COMMANDS: Record<string, Command> = {
       const id = requiredUuid(options, 'id');
       return async (app) => {
         const { DataPlaneServers, Placement } = await fleet();
-        return app.get(DataPlaneServers).remove(id, (manager) => app.get(Placement).livingOn(manager, id));
+        return app.get(DataPlaneServers).remove(id, () => app.get(Placement).livingOn(id));
       };
     },
   },

@@ -1,4 +1,6 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
+import type { MetadataTransactionHost } from '../database/transaction-lock';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
 import { DataPlane } from '../data-plane/data-plane.service';
@@ -65,6 +67,7 @@ export class ComputeLifecycle implements OnModuleInit {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
     @InjectRepository(ComputeInstanceEntity) private readonly instances: Repository<ComputeInstanceEntity>,
     private readonly databases: DatabasesService,
     private readonly dataPlane: DataPlane,
@@ -76,7 +79,8 @@ export class ComputeLifecycle implements OnModuleInit {
   onModuleInit(): void {
     this.reconciler.register('compute', () => this.sweep());
     // A deleted database keeps its instances (and their cost) until its deletion is finalized.
-    this.finalizers.register('compute', (database, manager) => this.finalizeForDatabase(database, manager));
+    // The finalization's transaction is the one the context carries.
+    this.finalizers.register('compute', (database) => this.finalizeForDatabase(database, this.txHost.tx));
   }
 
   /** Enqueues the job that brings the instance to the state its row asks for (after commit). */
@@ -324,8 +328,10 @@ export class ComputeLifecycle implements OnModuleInit {
   private async locked<T>(instanceId: string, work: (locked: Locked) => Promise<T>): Promise<T | undefined> {
     const found = await this.instances.findOne({ select: { id: true, databaseId: true }, where: { id: instanceId } });
     if (!found) return undefined;
-    return this.dataSource.transaction(async (manager) => {
-      const database = await this.databases.lock(manager, found.databaseId, 'pessimistic_write');
+    // In the context's transaction: DatabasesService.lock takes the database row lock in it.
+    return this.txHost.withTransaction(async () => {
+      const manager = this.txHost.tx;
+      const database = await this.databases.lock(found.databaseId, 'pessimistic_write');
       const instance = await manager
         .getRepository(ComputeInstanceEntity)
         .createQueryBuilder('i')

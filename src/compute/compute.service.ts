@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
+import type { MetadataTransactionHost } from '../database/transaction-lock';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
@@ -48,6 +50,7 @@ function parseInstant(name: string, value: string | undefined): Date | undefined
 export class ComputeService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
     @InjectRepository(ComputeInstanceEntity) private readonly instances: Repository<ComputeInstanceEntity>,
     @InjectRepository(ComputeTypeEntity) private readonly types: Repository<ComputeTypeEntity>,
     private readonly databases: DatabasesService,
@@ -70,9 +73,10 @@ export class ComputeService {
     const types = await this.allTypes();
     const type = this.resolveType(types, dto.instanceSize);
     await this.plans.assertDedicatedCompute(workspace.id);
-    const instance = await this.dataSource.transaction(async (manager) => {
+    const instance = await this.txHost.withTransaction(async () => {
+      const manager = this.txHost.tx;
       // Shares the lock a finalization takes: no instance is added to a database being finalized.
-      const locked = await this.databases.lock(manager, database.id, 'pessimistic_read');
+      const locked = await this.databases.lock(database.id, 'pessimistic_read');
       if (!locked || locked.finalized) throw this.databaseGone(workspace, databaseName);
       const repo = manager.getRepository(ComputeInstanceEntity);
       return repo.save(

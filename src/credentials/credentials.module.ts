@@ -6,6 +6,7 @@ import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { CredentialRotationEntity } from './credential-rotation.entity';
 import { CredentialEntity } from './credential.entity';
 import { CredentialsController } from './credentials.controller';
+import { CredentialsRepository } from './credentials.repository';
 import { CredentialsService } from './credentials.service';
 
 @Module({
@@ -16,7 +17,7 @@ import { CredentialsService } from './credentials.service';
     SubscriptionsModule,
   ],
   controllers: [CredentialsController],
-  providers: [CredentialsService],
+  providers: [CredentialsRepository, CredentialsService],
   exports: [CredentialsService],
 })
 export class CredentialsModule {}

@@ -1,9 +1,7 @@
-import { readRows } from '../database/hot-query';
-import { lockForTransaction } from '../database/transaction-lock';
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
+import type { MetadataTransactionHost } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager, In, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { SecretBox } from '../common/crypto/secret-box';
@@ -18,8 +16,8 @@ import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { expireJobId } from './credential-jobs';
-import { CredentialRotationEntity } from './credential-rotation.entity';
-import { CredentialEntity } from './credential.entity';
+import type { CredentialEntity } from './credential.entity';
+import { CredentialsRepository } from './credentials.repository';
 import { CreateCredentialResponse, CredentialResponse } from './credential.response';
 import type { RotateCredentialsDto } from './dto/rotate-credentials.dto';
 import { messageOf } from '../common/errors/message-of';
@@ -58,8 +56,8 @@ export class CredentialsService implements OnModuleInit {
   private readonly logger = new Logger(CredentialsService.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(CredentialEntity) private readonly credentials: Repository<CredentialEntity>,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly credentials: CredentialsRepository,
     private readonly databases: DatabasesService,
     private readonly dataPlane: DataPlane,
     private readonly box: SecretBox,
@@ -72,7 +70,10 @@ export class CredentialsService implements OnModuleInit {
   onModuleInit(): void {
     this.reconciler.register('credentials', () => this.sweep());
     // Finalization has dropped the database and every member of its owner role already.
-    this.finalizers.register('credentials', (database, manager) => this.markDroppedWith(database, manager));
+    // It runs in the finalization's transaction, which the context carries.
+    this.finalizers.register('credentials', (database) =>
+      this.credentials.markDroppedOfDatabase(database.id, new Date()),
+    );
   }
 
   /** `prefetched`: the database as authentication read it, if it did (see PrefetchedDatabase). */
@@ -90,10 +91,7 @@ export class CredentialsService implements OnModuleInit {
   /** The database's credentials that still exist, oldest first; never a password. */
   async list(workspace: WorkspaceEntity, databaseName: string): Promise<CredentialResponse[]> {
     const database = await this.databases.findOperable(workspace, databaseName);
-    const rows = await this.credentials.find({
-      where: { databaseId: database.id, dropped: IsNull(), pending: false },
-      order: { created: 'ASC', id: 'ASC' },
-    });
+    const rows = await this.credentials.listUsable(database.id);
     const summary = this.databases.summarize(database, workspace);
     return rows.map((c) => ({ id: c.id, database: summary, created: c.created, expires: c.expiresAt ?? undefined }));
   }
@@ -101,11 +99,7 @@ export class CredentialsService implements OnModuleInit {
   /** Terminates the credential's sessions and drops its role (what it owned goes to the owner role). */
   async delete(workspace: WorkspaceEntity, databaseName: string, credentialId: string): Promise<void> {
     const database = await this.databases.findOperable(workspace, databaseName);
-    const credential = isUuid(credentialId)
-      ? await this.credentials.findOne({
-          where: { id: credentialId, databaseId: database.id, dropped: IsNull(), pending: false },
-        })
-      : null;
+    const credential = isUuid(credentialId) ? await this.credentials.findUsable(credentialId, database.id) : null;
     if (!credential) {
       throw new ApiException(ErrorCode.EntityNotFound, `No credential ${credentialId} on database ${databaseName}`);
     }
@@ -114,7 +108,7 @@ export class CredentialsService implements OnModuleInit {
     } catch (err) {
       // The wish is recorded, so the expiry sweep finishes the job once the data plane answers.
       const now = new Date();
-      await this.credentials.update({ id: credential.id }, { expiresAt: now });
+      await this.credentials.setExpiresAt(credential.id, now);
       this.logger.error(
         { errorCode: ErrorCode.CredentialPropagationFailure, credentialId, err: messageOf(err) },
         'credential role could not be dropped; the sweep will retry',
@@ -131,7 +125,7 @@ export class CredentialsService implements OnModuleInit {
         )
       );
     }
-    await this.credentials.update({ id: credential.id, dropped: IsNull() }, { dropped: new Date() });
+    await this.credentials.markDropped(credential.id, new Date());
   }
 
   /**
@@ -150,30 +144,22 @@ export class CredentialsService implements OnModuleInit {
     const database = await this.databases.findOperable(workspace, databaseName);
     const delayHours = dto.delayOldSecretsExpirationHours;
     const issued = await this.issue(database, callerId, {
-      extra: async (manager, fresh) => {
+      extra: async (fresh) => {
         const expireAt = new Date(Date.now() + delayHours * 3600 * 1000);
-        const rotation = await manager.getRepository(CredentialRotationEntity).save(
-          manager.getRepository(CredentialRotationEntity).create({
-            databaseId: database.id,
-            newCredentialId: fresh.id,
-            reason: dto.reason ?? '',
-            delayHours,
-            oldExpireAt: expireAt,
-            requestedBy: callerId,
-          }),
-        );
-        const previous = await manager.getRepository(CredentialEntity).find({
-          where: { databaseId: database.id, dropped: IsNull(), pending: false, id: Not(fresh.id) },
+        const rotation = await this.credentials.saveRotation({
+          databaseId: database.id,
+          newCredentialId: fresh.id,
+          reason: dto.reason ?? '',
+          delayHours,
+          oldExpireAt: expireAt,
+          requestedBy: callerId,
         });
+        const previous = await this.credentials.usableExcept(database.id, fresh.id);
         for (const old of previous) {
           if (old.expiresAt && old.expiresAt.getTime() <= expireAt.getTime()) continue;
           old.expiresAt = expireAt;
           old.expiredByRotationId = rotation.id;
-          await manager.update(
-            CredentialEntity,
-            { id: old.id },
-            { expiresAt: expireAt, expiredByRotationId: rotation.id },
-          );
+          await this.credentials.setRotationExpiry(old.id, expireAt, rotation.id);
         }
         return previous;
       },
@@ -187,16 +173,13 @@ export class CredentialsService implements OnModuleInit {
    * runs late, twice, or early (then it does nothing). Returns whether it dropped the role now.
    */
   async expire(credentialId: string, now = new Date()): Promise<boolean> {
-    const credential = await this.credentials.findOne({ where: { id: credentialId }, relations: { database: true } });
+    const credential = await this.credentials.findWithDatabase(credentialId);
     if (!credential?.database || credential.dropped || !credential.expiresAt) return false;
     if (credential.expiresAt.getTime() > now.getTime()) return false;
     await this.dataPlane.dropLoginRole(serverOf(credential.database), credential.database.physicalName, credential.id);
-    const { affected } = await this.credentials.update(
-      { id: credential.id, dropped: IsNull() },
-      { dropped: new Date() },
-    );
+    const affected = await this.credentials.markDropped(credential.id, new Date());
     if (affected) this.logger.log({ credentialId }, 'expired credential dropped');
-    return (affected ?? 0) > 0;
+    return affected > 0;
   }
 
   /**
@@ -221,11 +204,7 @@ export class CredentialsService implements OnModuleInit {
    */
   async dropOrphanRoles(): Promise<number> {
     // Every live database of the fleet, every 30 s: two columns as raw rows (no entity hydration).
-    const live = await readRows<{ server_id: string; physical_name: string }>(
-      this.dataSource,
-      'SELECT server_id, physical_name FROM databases WHERE finalized IS NULL AND server_id IS NOT NULL',
-      [],
-    );
+    const live = await this.databases.livePlacements();
     const byServer = new Map<string, string[]>();
     for (const { server_id: serverId, physical_name: physical } of live) {
       const list = byServer.get(serverId) ?? [];
@@ -242,11 +221,7 @@ export class CredentialsService implements OnModuleInit {
         continue;
       }
       if (members.length === 0) continue;
-      const known = new Set(
-        (await this.credentials.find({ select: { id: true }, where: { id: In(members.map((m) => m.role)) } })).map(
-          (c) => c.id,
-        ),
-      );
+      const known = await this.credentials.existingIds(members.map((m) => m.role));
       for (const { physical, role } of members) {
         if (known.has(role)) continue;
         try {
@@ -263,34 +238,15 @@ export class CredentialsService implements OnModuleInit {
 
   private async sweepExpiries(now: Date): Promise<void> {
     // Creates cut short by a crash between their intent and their outcome: given up (see issue).
-    await this.credentials.update(
-      {
-        pending: true,
-        dropped: IsNull(),
-        expiresAt: IsNull(),
-        created: LessThanOrEqual(new Date(now.getTime() - PENDING_ABANDON_MS)),
-      },
-      { expiresAt: now },
-    );
-    const overdue = await this.credentials.find({
-      select: { id: true },
-      where: { dropped: IsNull(), expiresAt: LessThanOrEqual(now) },
-      order: { expiresAt: 'ASC' },
-      take: SWEEP_BATCH,
-    });
-    for (const { id } of overdue) {
+    await this.credentials.abandonPendingCreatedBefore(new Date(now.getTime() - PENDING_ABANDON_MS), now);
+    for (const id of await this.credentials.overdueIds(now, SWEEP_BATCH)) {
       try {
         await this.expire(id, now);
       } catch (err) {
         this.logger.error({ credentialId: id, err: messageOf(err) }, 'expired credential could not be dropped');
       }
     }
-    const waiting = await this.credentials.find({
-      where: { dropped: IsNull(), expiresAt: MoreThan(now) },
-      relations: { database: true },
-      order: { expiresAt: 'ASC' },
-      take: SWEEP_BATCH,
-    });
+    const waiting = await this.credentials.waitingWithDatabase(now, SWEEP_BATCH);
     for (const credential of waiting) {
       if (credential.database) await this.scheduleExpiry(credential.database, credential);
     }
@@ -300,11 +256,9 @@ export class CredentialsService implements OnModuleInit {
    * Refuses a credential beyond the plan's number per database. Creates of one database take turns
    * (a transaction-scoped advisory lock), as they share the row lock.
    */
-  private async assertRoomInPlan(manager: EntityManager, workspaceId: string, databaseId: string): Promise<void> {
-    await lockForTransaction(manager, `credentials:${databaseId}`);
-    await this.plans.assertRoomFor(manager, workspaceId, 'credentials', () =>
-      manager.getRepository(CredentialEntity).countBy({ databaseId, dropped: IsNull() }),
-    );
+  private async assertRoomInPlan(workspaceId: string, databaseId: string): Promise<void> {
+    await this.credentials.lockKey(`credentials:${databaseId}`);
+    await this.plans.assertRoomFor(workspaceId, 'credentials', () => this.credentials.countLive(databaseId));
   }
 
   /**
@@ -327,7 +281,7 @@ export class CredentialsService implements OnModuleInit {
     options: {
       withinPlanOf?: string;
       /** A rotation's bookkeeping: runs where the credential is confirmed (see confirmWith). */
-      extra?: (manager: EntityManager, fresh: CredentialEntity) => Promise<T>;
+      extra?: (fresh: CredentialEntity) => Promise<T>;
     } = {},
   ): Promise<Issued<T | undefined>> {
     if (database.status !== DatabaseStatus.Ready) throw notReady(database);
@@ -339,16 +293,14 @@ export class CredentialsService implements OnModuleInit {
     const session = this.dataPlane.openSession(serverOf(database), database.physicalName);
     let intent: { database: DatabaseEntity; credential: CredentialEntity };
     try {
-      intent = await this.dataSource.transaction(async (manager) => {
-        const row = await this.databases.lock(manager, databaseId, 'pessimistic_read');
+      intent = await this.txHost.withTransaction(async () => {
+        const row = await this.databases.lock(databaseId, 'pessimistic_read');
         if (!row || row.finalized) {
           throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
         }
         if (row.status !== DatabaseStatus.Ready) throw notReady(row);
-        if (options.withinPlanOf) await this.assertRoomInPlan(manager, options.withinPlanOf, databaseId);
-        const repo = manager.getRepository(CredentialEntity);
-        // insert, not save: save would first look the new id up to choose between INSERT and UPDATE.
-        const fresh = repo.create({
+        if (options.withinPlanOf) await this.assertRoomInPlan(options.withinPlanOf, databaseId);
+        const fresh = await this.credentials.insert({
           id,
           databaseId,
           passwordCiphertext: this.box.seal(password),
@@ -360,7 +312,6 @@ export class CredentialsService implements OnModuleInit {
           expiredByRotationId: null,
           dropped: null,
         });
-        await repo.insert(fresh);
         return { database: row, credential: fresh };
       });
     } catch (err) {
@@ -373,7 +324,7 @@ export class CredentialsService implements OnModuleInit {
       if (await this.finalizationDue(databaseId)) {
         // Deleted and being finalized meanwhile: the create comes second, as if serial. The role
         // cannot exist (its creation is one transaction that failed), so the intent goes too.
-        await this.credentials.delete({ id, pending: true });
+        await this.credentials.deletePending(id);
         throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
       }
       this.logger.error(
@@ -409,14 +360,8 @@ export class CredentialsService implements OnModuleInit {
     database: DatabaseEntity;
     credential: CredentialEntity;
   }): Promise<Omit<Issued<undefined>, 'password' | 'extra'>> {
-    const confirmed: [unknown[], number] = await this.dataSource.query(
-      `UPDATE credentials SET pending = false
-        WHERE id = $1 AND pending AND dropped IS NULL AND expires_at IS NULL
-          AND EXISTS (SELECT 1 FROM databases WHERE id = $2 AND finalized IS NULL FOR SHARE)
-        RETURNING id`,
-      [intent.credential.id, intent.database.id],
-    );
-    if (confirmed[1] !== 1) throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+    const confirmed = await this.credentials.confirmPendingIfDatabaseLive(intent.credential.id, intent.database.id);
+    if (!confirmed) throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
     intent.credential.pending = false;
     return intent;
   }
@@ -427,21 +372,17 @@ export class CredentialsService implements OnModuleInit {
    */
   private confirmWith<T>(
     intent: { database: DatabaseEntity; credential: CredentialEntity },
-    extra: (manager: EntityManager, fresh: CredentialEntity) => Promise<T>,
+    extra: (fresh: CredentialEntity) => Promise<T>,
   ): Promise<Omit<Issued<T>, 'password'>> {
     const { credential } = intent;
-    return this.dataSource.transaction(async (manager) => {
-      const row = await this.databases.lock(manager, intent.database.id, 'pessimistic_write');
-      const { affected } = await manager.update(
-        CredentialEntity,
-        { id: credential.id, pending: true, dropped: IsNull(), expiresAt: IsNull() },
-        { pending: false },
-      );
+    return this.txHost.withTransaction(async () => {
+      const row = await this.databases.lock(intent.database.id, 'pessimistic_write');
+      const affected = await this.credentials.confirmPending(credential.id);
       if (!row || row.finalized || !affected) {
         throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
       }
       credential.pending = false;
-      return { credential, database: row, extra: await extra(manager, credential) };
+      return { credential, database: row, extra: await extra(credential) };
     });
   }
 
@@ -459,10 +400,7 @@ export class CredentialsService implements OnModuleInit {
   private async abandon(database: DatabaseEntity, credentialId: string): Promise<void> {
     try {
       const at = new Date();
-      await this.credentials.update(
-        { id: credentialId, pending: true, dropped: IsNull(), expiresAt: IsNull() },
-        { expiresAt: at },
-      );
+      await this.credentials.abandonPending(credentialId, at);
       await this.jobs.dispatch('ExpireCredential', { credentialId }, { jobId: expireJobId(credentialId, at) });
     } catch (err) {
       this.logger.error(
@@ -480,11 +418,7 @@ export class CredentialsService implements OnModuleInit {
    * recorded moment regardless).
    */
   private async scheduleExpiry(database: DatabaseEntity, credential: CredentialEntity): Promise<void> {
-    const read = () =>
-      this.credentials.findOne({
-        select: { id: true, expiresAt: true, dropped: true },
-        where: { id: credential.id },
-      });
+    const read = () => this.credentials.findExpiry(credential.id);
     let current = await read();
     for (let attempt = 0; attempt < 3 && current?.expiresAt && !current.dropped; attempt += 1) {
       const applied = current.expiresAt;
@@ -505,10 +439,6 @@ export class CredentialsService implements OnModuleInit {
       { credentialId: credential.id },
       { jobId: expireJobId(credential.id, at), delayMs: Math.max(0, at.getTime() - Date.now()) },
     );
-  }
-
-  private async markDroppedWith(database: DatabaseEntity, manager: EntityManager): Promise<void> {
-    await manager.update(CredentialEntity, { databaseId: database.id, dropped: IsNull() }, { dropped: new Date() });
   }
 
   private async created(issued: Issued<unknown>, workspace: WorkspaceEntity): Promise<CreateCredentialResponse> {

@@ -1,4 +1,5 @@
-import { lockForTransaction } from '../database/transaction-lock';
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
+import { lockForTransaction, type MetadataTransactionHost } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, Repository } from 'typeorm';
@@ -52,6 +53,7 @@ export class DataPlaneServers implements OnModuleInit {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(DataPlaneServerEntity) private readonly servers: Repository<DataPlaneServerEntity>,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
     private readonly config: AppConfig,
     private readonly box: SecretBox,
   ) {}
@@ -124,11 +126,11 @@ export class DataPlaneServers implements OnModuleInit {
   }
 
   /**
-   * The region's servers that take new databases, read now through the caller's transaction (a
-   * placement must not wait for a second metadata connection while it holds one).
+   * The region's servers that take new databases, read now through the transaction the context
+   * carries (a placement must not wait for a second metadata connection while it holds one).
    */
-  async activeWithin(manager: EntityManager, region: Region): Promise<DataPlaneServerView[]> {
-    const rows = await manager.getRepository(DataPlaneServerEntity).find({
+  async activeWithin(region: Region): Promise<DataPlaneServerView[]> {
+    const rows = await this.txHost.tx.getRepository(DataPlaneServerEntity).find({
       where: { region, state: DataPlaneServerState.Active },
       order: { created: 'ASC', id: 'ASC' },
     });
@@ -197,10 +199,12 @@ export class DataPlaneServers implements OnModuleInit {
 
   /**
    * Removes a server, refused while `inUse` (asked with the server row locked, so a placement that
-   * chose it has committed first and none can choose it meanwhile) counts anything living on it.
+   * chose it has committed first and none can choose it meanwhile) counts anything living on it;
+   * `inUse` runs in this transaction, which the context carries.
    */
-  async remove(id: string, inUse: (manager: EntityManager) => Promise<number>): Promise<DataPlaneServerView> {
-    const removed = await this.dataSource.transaction(async (manager) => {
+  async remove(id: string, inUse: () => Promise<number>): Promise<DataPlaneServerView> {
+    const removed = await this.txHost.withTransaction(async () => {
+      const manager = this.txHost.tx;
       const row = await manager
         .getRepository(DataPlaneServerEntity)
         .createQueryBuilder('s')
@@ -208,7 +212,7 @@ export class DataPlaneServers implements OnModuleInit {
         .where('s.id = :id', { id })
         .getOne();
       if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
-      const living = await inUse(manager);
+      const living = await inUse();
       if (living > 0) {
         throw new ApiException(
           ErrorCode.DbStatusFailure,

@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import type { DatabaseEntity } from './database.entity';
 
 /**
  * What other modules must finish when a deleted database is finalized (credentials mark their roles
- * dropped, compute finalizes its instances). Each runs inside the finalization's transaction, after
- * the physical database and its roles are gone, and must be idempotent: a failure rolls the
- * finalization back and it is retried as a whole.
+ * dropped, compute finalizes its instances). Each runs inside the finalization's transaction, which
+ * the context carries (TransactionHost: a finalizer's statements join it), after the physical
+ * database and its roles are gone, and must be idempotent: a failure rolls the finalization back
+ * and it is retried as a whole.
  */
-export type DatabaseFinalizer = (database: DatabaseEntity, manager: EntityManager) => Promise<void>;
+export type DatabaseFinalizer = (database: DatabaseEntity) => Promise<void>;
 
 @Injectable()
 export class DatabaseFinalizers {
@@ -18,7 +18,7 @@ export class DatabaseFinalizers {
     this.finalizers.set(name, finalizer);
   }
 
-  async runAll(database: DatabaseEntity, manager: EntityManager): Promise<void> {
-    for (const finalizer of this.finalizers.values()) await finalizer(database, manager);
+  async runAll(database: DatabaseEntity): Promise<void> {
+    for (const finalizer of this.finalizers.values()) await finalizer(database);
   }
 }

@@ -1,13 +1,13 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, In, IsNull, LessThanOrEqual, Not, Repository } from 'typeorm';
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
+import type { MetadataTransactionHost } from '../database/transaction-lock';
 import { ErrorCode } from '../common/errors/error-code';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import { DatabaseFinalizers } from './database-finalizers';
 import { provisionJobId } from './database-jobs';
-import { markReady, readDatabase } from './database-rows';
+import { DatabasesRepository } from './databases.repository';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { WarmPool } from './warm-pool.service';
 import { messageOf } from '../common/errors/message-of';
@@ -36,8 +36,8 @@ export class DatabaseLifecycle implements OnModuleInit {
   private readonly logger = new Logger(DatabaseLifecycle.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(DatabaseEntity) private readonly databases: Repository<DatabaseEntity>,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly databases: DatabasesRepository,
     private readonly dataPlane: DataPlane,
     private readonly jobs: JobDispatcher,
     private readonly reconciler: Reconciler,
@@ -62,21 +62,18 @@ export class DatabaseLifecycle implements OnModuleInit {
   async provision(databaseId: string): Promise<void> {
     const unbuilt = (r: DatabaseEntity | null): r is DatabaseEntity =>
       !!r && !r.deleted && !r.finalized && (r.status === DatabaseStatus.Requested || r.status === DatabaseStatus.Built);
-    const row = await readDatabase(this.dataSource, databaseId);
+    const row = await this.databases.readById(databaseId);
     if (!unbuilt(row)) return;
     let outcome: Outcome | undefined;
     try {
       outcome = await this.dataPlane.exclusively(serverOf(row), lockKey(row), async (): Promise<Outcome> => {
         // Read again under the lock: another run may have built or finalized it meanwhile.
-        const current = await readDatabase(this.dataSource, databaseId);
+        const current = await this.databases.readById(databaseId);
         return unbuilt(current) ? this.build(current) : { ok: true };
       });
     } catch (error) {
       // The server could not even be reached for the lock: recorded like a failed build.
-      await this.databases.update(
-        { id: row.id, status: row.status },
-        { lastError: messageOf(error), provisionAttempts: row.provisionAttempts + 1 },
-      );
+      await this.databases.recordAttemptFailure(row.id, messageOf(error), row.provisionAttempts + 1, row.status);
       this.logger.error(
         { errorCode: ErrorCode.DbCreationFailure, databaseId, serverId: row.serverId, err: messageOf(error) },
         'data-plane server unreachable; will retry',
@@ -103,7 +100,7 @@ export class DatabaseLifecycle implements OnModuleInit {
         .catch((cleanup: unknown) =>
           this.logger.error({ databaseId: row.id, err: messageOf(cleanup) }, 'could not remove a half-made database'),
         );
-      await this.databases.update({ id: row.id }, { lastError: messageOf(error), provisionAttempts: attempt });
+      await this.databases.recordAttemptFailure(row.id, messageOf(error), attempt);
       this.logger.error(
         {
           errorCode: ErrorCode.DbCreationFailure,
@@ -118,14 +115,11 @@ export class DatabaseLifecycle implements OnModuleInit {
       return { ok: false, error };
     }
     if (hardened) {
-      await markReady(this.dataSource, row.id, attempt);
+      await this.databases.markReady(row.id, attempt);
       return { ok: true };
     }
     const error = new Error('the built database failed verification (missing, wrong owner or open to PUBLIC)');
-    await this.databases.update(
-      { id: row.id, status: In([DatabaseStatus.Requested, DatabaseStatus.Built]) },
-      { status: DatabaseStatus.Requested, lastError: error.message, provisionAttempts: attempt },
-    );
+    await this.databases.markUnverified(row.id, error.message, attempt);
     this.logger.error(
       { errorCode: ErrorCode.DbCreationFailure, databaseId: row.id, region: row.region, err: error.message },
       'database failed verification; rebuilding',
@@ -144,15 +138,15 @@ export class DatabaseLifecycle implements OnModuleInit {
   async finalize(databaseId: string, now = new Date()): Promise<boolean> {
     const due = (row: DatabaseEntity | null): row is DatabaseEntity =>
       !!row?.deleted && !row.finalized && !(row.deletionDueAt && row.deletionDueAt.getTime() > now.getTime());
-    const row = await this.databases.findOneBy({ id: databaseId });
+    const row = await this.databases.findById(databaseId);
     if (!due(row)) return false;
     const done = await this.dataPlane.exclusively(serverOf(row), lockKey(row), async () => {
-      if (!due(await this.databases.findOneBy({ id: databaseId }))) return false;
+      if (!due(await this.databases.findById(databaseId))) return false;
       await this.dataPlane.dropDatabase(serverOf(row), row.physicalName);
-      return this.locked(databaseId, async (current, manager) => {
+      return this.locked(databaseId, async (current) => {
         if (!due(current)) return false;
-        await this.finalizers.runAll(current, manager);
-        await manager.update(DatabaseEntity, { id: current.id }, { finalized: new Date() });
+        await this.finalizers.runAll(current);
+        await this.databases.markFinalized(current.id, new Date());
         return true;
       });
     });
@@ -168,22 +162,10 @@ export class DatabaseLifecycle implements OnModuleInit {
    * attempts), finalizes overdue deletions whose job was lost, and tops up the warm pool.
    */
   async sweep(now = new Date()): Promise<void> {
-    const unbuilt = await this.databases.find({
-      select: { id: true },
-      where: { status: In([DatabaseStatus.Requested, DatabaseStatus.Built]), deleted: IsNull() },
-      order: { created: 'ASC' },
-      take: SWEEP_BATCH,
-    });
-    for (const { id } of unbuilt) {
+    for (const id of await this.databases.unbuiltIds(SWEEP_BATCH)) {
       await this.jobs.redispatch('ProvisionDatabase', { databaseId: id }, { jobId: provisionJobId(id) });
     }
-    const overdue = await this.databases.find({
-      select: { id: true },
-      where: { deleted: Not(IsNull()), finalized: IsNull(), deletionDueAt: LessThanOrEqual(now) },
-      order: { deletionDueAt: 'ASC' },
-      take: SWEEP_BATCH,
-    });
-    for (const { id } of overdue) {
+    for (const id of await this.databases.overdueIds(now, SWEEP_BATCH)) {
       try {
         await this.finalize(id, now);
       } catch (err) {
@@ -196,19 +178,14 @@ export class DatabaseLifecycle implements OnModuleInit {
     await this.pool.requestRefillEverywhere();
   }
 
-  /** Runs `work` with the database row locked (FOR UPDATE) in a transaction; undefined if there is no row. */
-  private locked<T>(
-    id: string,
-    work: (row: DatabaseEntity, manager: EntityManager) => Promise<T>,
-  ): Promise<T | undefined> {
-    return this.dataSource.transaction(async (manager) => {
-      const row = await manager
-        .getRepository(DatabaseEntity)
-        .createQueryBuilder('d')
-        .setLock('pessimistic_write')
-        .where('d.id = :id', { id })
-        .getOne();
-      return row ? work(row, manager) : undefined;
+  /**
+   * Runs `work` with the database row locked (FOR UPDATE) in a transaction the context carries (so
+   * the finalizers of other modules join it); undefined if there is no row.
+   */
+  private locked<T>(id: string, work: (row: DatabaseEntity) => Promise<T>): Promise<T | undefined> {
+    return this.txHost.withTransaction(async () => {
+      const row = await this.databases.lock(id, 'pessimistic_write');
+      return row ? work(row) : undefined;
     });
   }
 }

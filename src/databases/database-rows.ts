@@ -1,7 +1,5 @@
-import type { DataSource } from 'typeorm';
 import type { Region } from '../config/regions';
-import { readRows } from '../database/hot-query';
-import { DatabaseEntity, DatabaseStatus } from './database.entity';
+import { DatabaseEntity, type DatabaseStatus } from './database.entity';
 
 const COLUMN_NAMES = [
   'id',
@@ -72,24 +70,4 @@ export function toDatabase(row: DatabaseRow): DatabaseEntity {
     created: row.created,
     updated: row.updated,
   });
-}
-
-/** The database row by id, whatever its state (one raw statement); null when there is none. */
-export async function readDatabase(dataSource: DataSource, id: string): Promise<DatabaseEntity | null> {
-  const [row] = await readRows<DatabaseRow>(dataSource, `SELECT ${DATABASE_COLUMNS} FROM databases WHERE id = $1`, [
-    id,
-  ]);
-  return row ? toDatabase(row) : null;
-}
-
-/**
- * Records a verified build: READY, unless the row moved on meanwhile (then nothing changes). One
- * raw statement: it sits on the path from create to READY.
- */
-export async function markReady(dataSource: DataSource, id: string, provisionAttempts: number): Promise<void> {
-  await dataSource.query(
-    `UPDATE databases SET status = $3, last_error = NULL, provision_attempts = $2, updated = now()
-      WHERE id = $1 AND status IN ($4, $5)`,
-    [id, provisionAttempts, DatabaseStatus.Ready, DatabaseStatus.Requested, DatabaseStatus.Built],
-  );
 }

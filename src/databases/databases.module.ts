@@ -7,6 +7,7 @@ import { DatabaseFinalizers } from './database-finalizers';
 import { DatabaseLifecycle } from './database-lifecycle.service';
 import { DatabaseEntity } from './database.entity';
 import { DatabasesController } from './databases.controller';
+import { DatabasesRepository } from './databases.repository';
 import { DatabasesService } from './databases.service';
 import { Placement } from './placement.service';
 import { PooledDatabaseEntity } from './pooled-database.entity';
@@ -15,7 +16,7 @@ import { WarmPool } from './warm-pool.service';
 @Module({
   imports: [TypeOrmModule.forFeature([DatabaseEntity, PooledDatabaseEntity]), WorkspacesModule, SubscriptionsModule],
   controllers: [DatabasesController, DatabaseByIdController],
-  providers: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool, Placement],
+  providers: [DatabasesRepository, DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool, Placement],
   exports: [DatabasesService, DatabaseLifecycle, DatabaseFinalizers, WarmPool, Placement],
 })
 export class DatabasesModule {}

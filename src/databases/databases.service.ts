@@ -1,9 +1,7 @@
-import { readRows } from '../database/hot-query';
-import { lockForTransaction } from '../database/transaction-lock';
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { InjectTransactionHost, Transactional } from '@nestjs-cls/transactional';
+import type { MetadataTransactionHost } from '../database/transaction-lock';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager, IsNull, Not, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
@@ -17,7 +15,7 @@ import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
 import { finalizeJobId, provisionJobId } from './database-jobs';
 import { isValidDatabaseName } from './database-name';
-import { DATABASE_COLUMNS, type DatabaseRow, readDatabase, toDatabase } from './database-rows';
+import { DatabasesRepository } from './databases.repository';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
 import type { CreateDatabaseDto } from './dto/create-database.dto';
@@ -46,8 +44,8 @@ export class DatabasesService {
   private readonly logger = new Logger(DatabasesService.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(DatabaseEntity) private readonly databases: Repository<DatabaseEntity>,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly databases: DatabasesRepository,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
     private readonly servers: DataPlaneServers,
@@ -75,16 +73,16 @@ export class DatabasesService {
     const usePool = !sharded && this.config.env.DATABASE_POOL_TARGET > 0;
     let entity: DatabaseEntity;
     try {
-      entity = await this.dataSource.transaction(async (manager) => {
-        if (options.withinPlan ?? true) await this.assertRoomInPlan(manager, workspace);
-        await this.placement.lockRegion(manager, dto.region);
-        const candidates = await this.placement.candidates(manager, dto.region, eligible);
+      entity = await this.txHost.withTransaction(async () => {
+        if (options.withinPlan ?? true) await this.assertRoomInPlan(workspace);
+        await this.placement.lockRegion(dto.region);
+        const candidates = await this.placement.candidates(dto.region, eligible);
         let serverId: string | undefined;
         let pooled: string | null = null;
         if (usePool) {
           // A pooled database already counts against its server: taking one never overfills it.
           for (const candidate of candidates) {
-            pooled = await this.pool.claim(manager, candidate.server.id);
+            pooled = await this.pool.claim(candidate.server.id);
             if (pooled) {
               serverId = candidate.server.id;
               break;
@@ -96,9 +94,7 @@ export class DatabasesService {
           if (!best || best.free <= 0) throw this.regionFull(dto.region, candidates.length);
           serverId = best.server.id;
         }
-        const repo = manager.getRepository(DatabaseEntity);
-        // insert, not save: save would first look the new id up to choose between INSERT and UPDATE.
-        const row = repo.create({
+        return this.databases.insert({
           id,
           workspaceId: workspace.id,
           name: dto.databaseName,
@@ -113,8 +109,6 @@ export class DatabasesService {
           deletionDueAt: null,
           finalized: null,
         });
-        await repo.insert(row);
-        return row;
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw this.nameTaken(dto.databaseName);
@@ -131,30 +125,17 @@ export class DatabasesService {
    * Refuses a database beyond the workspace's plan. Creates of one workspace take turns (a
    * transaction-scoped advisory lock held to commit), so parallel creates never pass the limit.
    */
-  private async assertRoomInPlan(manager: EntityManager, workspace: WorkspaceEntity): Promise<void> {
-    await lockForTransaction(manager, `databases:${workspace.id}`);
-    await this.plans.assertRoomFor(manager, workspace.id, 'databases', () =>
-      manager.getRepository(DatabaseEntity).countBy({ workspaceId: workspace.id, deleted: IsNull() }),
-    );
+  private async assertRoomInPlan(workspace: WorkspaceEntity): Promise<void> {
+    await this.databases.lockKey(`databases:${workspace.id}`);
+    await this.plans.assertRoomFor(workspace.id, 'databases', () => this.databases.countLive(workspace.id));
   }
 
   /** The workspace's databases that are not deleted, oldest first, a page at a time. */
   async list(workspace: WorkspaceEntity, limit = DEFAULT_DATABASE_PAGE, cursor?: string): Promise<DatabasePage> {
-    const query = this.databases
-      .createQueryBuilder('d')
-      .where('d.workspace_id = :workspaceId AND d.deleted IS NULL', { workspaceId: workspace.id })
-      .orderBy('d.created', 'ASC')
-      .addOrderBy('d.id', 'ASC')
-      .limit(limit + 1);
-    if (cursor) {
-      const after = await this.databases.findOne({
-        select: { id: true },
-        where: { id: cursor, workspaceId: workspace.id },
-      });
-      if (!after) throw new ApiException(ErrorCode.BadRequest, 'cursor is not a cursor this service issued');
-      query.andWhere('(d.created, d.id) > (SELECT c.created, c.id FROM databases c WHERE c.id = :cursor)', { cursor });
+    if (cursor && !(await this.databases.existsIn(cursor, workspace.id))) {
+      throw new ApiException(ErrorCode.BadRequest, 'cursor is not a cursor this service issued');
     }
-    const rows = await query.getMany();
+    const rows = await this.databases.pageOfLive(workspace.id, limit + 1, cursor);
     const page = rows.slice(0, limit);
     return {
       items: await Promise.all(page.map((d) => this.describe(d, workspace))),
@@ -180,13 +161,13 @@ export class DatabasesService {
     if (newName !== database.name) {
       let renamed;
       try {
-        renamed = await this.databases.update({ id: database.id, name, deleted: IsNull() }, { name: newName });
+        renamed = await this.databases.renameIfLive(database.id, name, newName);
       } catch (err) {
         if (isUniqueViolation(err)) throw this.nameTaken(newName);
         throw err;
       }
-      if (!renamed.affected) {
-        const now = await this.databases.findOneBy({ id: database.id });
+      if (!renamed) {
+        const now = await this.databases.findById(database.id);
         if (now?.name === name && now.deleted) throw this.queuedForDeletion(name);
         throw this.notFound(workspace, name);
       }
@@ -207,12 +188,14 @@ export class DatabasesService {
       const now = new Date();
       // Only while it still has the name read: a rename that committed since wins, and this
       // delete then finds nothing by the old name (404), as if it had come second.
-      const { affected } = await this.databases.update(
-        { id: database.id, name, deleted: IsNull() },
-        { deleted: now, deletionDueAt: new Date(now.getTime() + graceMs) },
+      const affected = await this.databases.markDeletedIfNamed(
+        database.id,
+        name,
+        now,
+        new Date(now.getTime() + graceMs),
       );
       // A concurrent delete may have won: answer what was recorded.
-      const recorded = affected ? null : await this.databases.findOneBy({ id: database.id });
+      const recorded = affected ? null : await this.databases.findById(database.id);
       if (recorded && (recorded.name !== name || !recorded.deleted)) throw this.notFound(workspace, name);
       database.deleted = recorded?.deleted ?? now;
       database.deletionDueAt = recorded?.deletionDueAt ?? new Date(now.getTime() + graceMs);
@@ -227,20 +210,16 @@ export class DatabasesService {
 
   /**
    * Moves a database from one workspace to another (an instant database being claimed), inside the
-   * caller's transaction: the target's plan must have room and no live database of the same name.
-   * Refusals are 400, as the target cannot take this database.
+   * transaction the context carries (the caller's; one of its own when there is none): the target's
+   * plan must have room and no live database of the same name. Refusals are 400, as the target
+   * cannot take this database.
    */
-  async moveToWorkspace(
-    manager: EntityManager,
-    databaseId: string,
-    fromWorkspaceId: string,
-    target: WorkspaceEntity,
-  ): Promise<DatabaseEntity> {
-    const repo = manager.getRepository(DatabaseEntity);
-    const database = await repo.findOneBy({ id: databaseId, workspaceId: fromWorkspaceId, deleted: IsNull() });
+  @Transactional()
+  async moveToWorkspace(databaseId: string, fromWorkspaceId: string, target: WorkspaceEntity): Promise<DatabaseEntity> {
+    const database = await this.databases.findLiveIn(databaseId, fromWorkspaceId);
     if (!database) throw new ApiException(ErrorCode.EntityNotFound, 'The database of this claim code no longer exists');
     try {
-      await this.assertRoomInPlan(manager, target);
+      await this.assertRoomInPlan(target);
     } catch (err) {
       if (err instanceof ApiException && err.code === ErrorCode.ThresholdExceeded) {
         throw new ApiException(
@@ -250,10 +229,10 @@ export class DatabasesService {
       }
       throw err;
     }
-    if (await repo.existsBy({ workspaceId: target.id, name: database.name, deleted: IsNull() })) {
+    if (await this.databases.existsLiveNamed(target.id, database.name)) {
       throw new ApiException(ErrorCode.BadRequest, `The workspace already has a database named ${database.name}`);
     }
-    await repo.update({ id: database.id }, { workspaceId: target.id });
+    await this.databases.moveToWorkspace(database.id, target.id);
     database.workspaceId = target.id;
     return database;
   }
@@ -264,10 +243,7 @@ export class DatabasesService {
    */
   async deleteNowIfIn(databaseId: string, workspaceId: string): Promise<boolean> {
     const now = new Date();
-    const { affected } = await this.databases.update(
-      { id: databaseId, workspaceId, deleted: IsNull() },
-      { deleted: now, deletionDueAt: now },
-    );
+    const affected = await this.databases.markDeletedNowIfIn(databaseId, workspaceId, now);
     if (!affected) return false;
     await this.jobs.dispatch('FinalizeDatabaseDeletion', { databaseId }, { jobId: finalizeJobId(databaseId) });
     return true;
@@ -275,9 +251,7 @@ export class DatabasesService {
 
   /** `GET /databases/{id}` (the database's apiHost): for members of its workspace only. */
   async getVisible(id: string, developerId: string): Promise<DatabaseResponse> {
-    const database = isUuid(id)
-      ? await this.databases.findOne({ where: { id, finalized: IsNull() }, relations: { workspace: true } })
-      : null;
+    const database = isUuid(id) ? await this.databases.findUnfinalizedWithWorkspace(id) : null;
     if (!database?.workspace || !(await this.workspaces.isMember(database.workspaceId, developerId))) {
       throw new ApiException(ErrorCode.EntityNotFound, `No database with id ${id} is visible to you`);
     }
@@ -291,13 +265,7 @@ export class DatabasesService {
   async idsByWorkspace(workspaceIds: string[]): Promise<Map<string, string[]>> {
     const result = new Map<string, string[]>(workspaceIds.map((id) => [id, []]));
     if (!workspaceIds.length) return result;
-    const rows = await readRows<{ id: string; workspace_id: string }>(
-      this.dataSource,
-      `SELECT id, workspace_id FROM databases
-        WHERE workspace_id = ANY($1::uuid[]) AND deleted IS NULL
-        ORDER BY created ASC, id ASC`,
-      [workspaceIds],
-    );
+    const rows = await this.databases.idsOfWorkspaces(workspaceIds);
     for (const row of rows) result.get(row.workspace_id)?.push(row.id);
     return result;
   }
@@ -316,17 +284,9 @@ export class DatabasesService {
     if (prefetched === null) throw this.notFound(workspace, name);
     if (prefetched) return prefetched;
     // On every operation on a database (reads included): one indexed statement, raw rows.
-    const rows = isValidDatabaseName(name)
-      ? await readRows<DatabaseRow>(
-          this.dataSource,
-          `SELECT ${DATABASE_COLUMNS} FROM databases
-            WHERE workspace_id = $1 AND name = $2 AND finalized IS NULL
-            ORDER BY deleted DESC NULLS FIRST LIMIT 1`,
-          [workspace.id, name],
-        )
-      : [];
-    if (!rows[0]) throw this.notFound(workspace, name);
-    return toDatabase(rows[0]);
+    const found = isValidDatabaseName(name) ? await this.databases.findOperable(workspace.id, name) : null;
+    if (!found) throw this.notFound(workspace, name);
+    return found;
   }
 
   /**
@@ -336,11 +296,7 @@ export class DatabasesService {
   async usable(): Promise<
     { id: string; workspaceId: string; region: DatabaseEntity['region']; serverId: string; physicalName: string }[]
   > {
-    const rows = await this.databases.find({
-      select: { id: true, workspaceId: true, region: true, serverId: true, physicalName: true },
-      where: { status: DatabaseStatus.Ready, finalized: IsNull(), serverId: Not(IsNull()) },
-      order: { created: 'ASC', id: 'ASC' },
-    });
+    const rows = await this.databases.usable();
     return rows.map((d) => ({ ...d, serverId: d.serverId! }));
   }
 
@@ -350,7 +306,7 @@ export class DatabasesService {
    */
   async findByIdOrName(workspace: WorkspaceEntity, idOrName: string): Promise<DatabaseEntity> {
     if (isUuid(idOrName)) {
-      const database = await this.databases.findOneBy({ id: idOrName, workspaceId: workspace.id, finalized: IsNull() });
+      const database = await this.databases.findUnfinalizedIn(idOrName, workspace.id);
       if (database) return database;
     }
     try {
@@ -368,21 +324,21 @@ export class DatabasesService {
 
   /** The database row by id, whatever its state; null when there is none. */
   findRow(id: string): Promise<DatabaseEntity | null> {
-    return readDatabase(this.dataSource, id);
+    return this.databases.readById(id);
   }
 
-  /** Locks the database row for the rest of the caller's transaction (serializes work on one database). */
-  lock(
-    manager: EntityManager,
-    id: string,
-    mode: 'pessimistic_write' | 'pessimistic_read',
-  ): Promise<DatabaseEntity | null> {
-    return manager
-      .getRepository(DatabaseEntity)
-      .createQueryBuilder('d')
-      .setLock(mode)
-      .where('d.id = :id', { id })
-      .getOne();
+  /**
+   * Locks the database row for the rest of the transaction the context carries (serializes work on
+   * one database); the caller opens it (TransactionHost.withTransaction or @Transactional()).
+   */
+  lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
+    if (!this.txHost.isTransactionActive()) throw new Error('a database row lock needs a transaction in the context');
+    return this.databases.lock(id, mode);
+  }
+
+  /** Server and physical name of every database not finalized (raw rows, for the orphan-role sweep). */
+  livePlacements(): Promise<{ server_id: string; physical_name: string }[]> {
+    return this.databases.livePlacements();
   }
 
   /**

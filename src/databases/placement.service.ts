@@ -1,15 +1,9 @@
-import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
 import type { Region } from '../config/regions';
 import { DataPlaneServers, type DataPlaneServerView } from '../data-plane/data-plane-servers.service';
+import { DatabasesRepository, type ServerUsage } from './databases.repository';
 
-/** How full a server is: customer databases not yet finalized, and warm-pool entries. */
-export interface ServerUsage {
-  databases: number;
-  pooled: number;
-}
+export type { ServerUsage } from './databases.repository';
 
 export interface Candidate {
   server: DataPlaneServerView;
@@ -29,7 +23,7 @@ export class Placement implements OnModuleInit {
   private readonly logger = new Logger(Placement.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly databases: DatabasesRepository,
     private readonly servers: DataPlaneServers,
   ) {}
 
@@ -44,35 +38,25 @@ export class Placement implements OnModuleInit {
   }
 
   async attachUnplaced(): Promise<void> {
-    const attach = (table: 'databases' | 'pooled_databases') =>
-      this.dataSource.query(
-        `UPDATE ${table} t SET server_id = (
-            SELECT s.id FROM data_plane_servers s WHERE s.region = t.region ORDER BY s.created, s.id LIMIT 1)
-          WHERE t.server_id IS NULL
-            AND EXISTS (SELECT 1 FROM data_plane_servers s WHERE s.region = t.region)`,
-      );
-    const [, databases] = (await attach('databases')) as [unknown, number];
-    const [, pooled] = (await attach('pooled_databases')) as [unknown, number];
+    const databases = await this.databases.attachUnplaced('databases');
+    const pooled = await this.databases.attachUnplaced('pooled_databases');
     if (databases || pooled) {
       this.logger.log({ databases, pooled }, 'attached existing databases to their region’s data-plane server');
     }
   }
 
-  /** Takes the region's placement turn for the rest of the caller's transaction. */
-  async lockRegion(manager: EntityManager, region: Region): Promise<void> {
-    await lockForTransaction(manager, `placement:${region}`);
+  /** Takes the region's placement turn for the rest of the transaction the context carries. */
+  async lockRegion(region: Region): Promise<void> {
+    await this.databases.lockKey(`placement:${region}`);
   }
 
   /**
    * The region's ACTIVE servers (limited to `eligible` when given), best first: most free capacity,
-   * then fewest databases. Read within the caller's transaction (after lockRegion).
+   * then fewest databases. Read within the transaction the context carries (after lockRegion).
    */
-  async candidates(manager: EntityManager, region: Region, eligible?: Set<string>): Promise<Candidate[]> {
-    const active = (await this.servers.activeWithin(manager, region)).filter((s) => !eligible || eligible.has(s.id));
-    const usage = await this.usage(
-      active.map((s) => s.id),
-      manager,
-    );
+  async candidates(region: Region, eligible?: Set<string>): Promise<Candidate[]> {
+    const active = (await this.servers.activeWithin(region)).filter((s) => !eligible || eligible.has(s.id));
+    const usage = await this.usage(active.map((s) => s.id));
     return active
       .map((server) => {
         const u = usage.get(server.id) ?? { databases: 0, pooled: 0 };
@@ -81,28 +65,14 @@ export class Placement implements OnModuleInit {
       .sort((a, b) => b.free - a.free || a.usage.databases - b.usage.databases);
   }
 
-  /** Databases (not finalized) and warm-pool entries per server. */
-  async usage(
-    serverIds: string[],
-    manager: EntityManager = this.dataSource.manager,
-  ): Promise<Map<string, ServerUsage>> {
-    const result = new Map<string, ServerUsage>(serverIds.map((id) => [id, { databases: 0, pooled: 0 }]));
-    if (!serverIds.length) return result;
-    const rows = await manager.query<{ server_id: string; databases: string; pooled: string }[]>(
-      `SELECT server_id, sum(d)::int AS databases, sum(p)::int AS pooled FROM (
-          SELECT server_id, 1 AS d, 0 AS p FROM databases WHERE finalized IS NULL AND server_id = ANY($1)
-          UNION ALL
-          SELECT server_id, 0, 1 FROM pooled_databases WHERE server_id = ANY($1)) x
-        GROUP BY server_id`,
-      [serverIds],
-    );
-    for (const r of rows) result.set(r.server_id, { databases: Number(r.databases), pooled: Number(r.pooled) });
-    return result;
+  /** Databases (not finalized) and warm-pool entries per server (in the context's transaction, if any). */
+  usage(serverIds: string[]): Promise<Map<string, ServerUsage>> {
+    return this.databases.usageByServer(serverIds);
   }
 
-  /** How many databases and warm-pool entries live on the server (within the caller's transaction). */
-  async livingOn(manager: EntityManager, serverId: string): Promise<number> {
-    const u = (await this.usage([serverId], manager)).get(serverId)!;
+  /** How many databases and warm-pool entries live on the server (in the context's transaction, if any). */
+  async livingOn(serverId: string): Promise<number> {
+    const u = (await this.usage([serverId])).get(serverId)!;
     return u.databases + u.pooled;
   }
 }

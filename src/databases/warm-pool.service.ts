@@ -1,8 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ErrorCode } from '../common/errors/error-code';
+import type { MetadataTransactionHost } from '../database/transaction-lock';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
 import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
@@ -29,6 +31,7 @@ export class WarmPool {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(PooledDatabaseEntity) private readonly pooled: Repository<PooledDatabaseEntity>,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
     private readonly servers: DataPlaneServers,
@@ -41,10 +44,13 @@ export class WarmPool {
   }
 
   /**
-   * Takes a ready pooled database of the server within the caller's transaction (its row is
-   * deleted there, so a rolled-back create gives it back). Concurrent creates skip each other's picks.
+   * Takes a ready pooled database of the server within the transaction the context carries (its
+   * row is deleted there, so a rolled-back create gives it back). Concurrent creates skip each
+   * other's picks.
    */
-  async claim(manager: EntityManager, serverId: string): Promise<string | null> {
+  async claim(serverId: string): Promise<string | null> {
+    if (!this.txHost.isTransactionActive()) throw new Error('claiming a pooled database needs a transaction');
+    const manager = this.txHost.tx;
     const entry = await manager
       .getRepository(PooledDatabaseEntity)
       .createQueryBuilder('p')
@@ -101,7 +107,7 @@ export class WarmPool {
         await this.build(pooled, entry);
       }
       const hasRoom = async () => {
-        const usage = (await this.placement.usage([serverId], manager)).get(serverId)!;
+        const usage = (await this.placement.usage([serverId])).get(serverId)!;
         return usage.databases + usage.pooled < server.maxDatabases;
       };
       let count = await pooled.countBy({ serverId });

@@ -1,5 +1,6 @@
-import { lockForTransaction } from '../database/transaction-lock';
+import { lockForTransaction, type MetadataTransactionHost } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
@@ -41,6 +42,7 @@ export class InstantDatabasesService implements OnModuleInit {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
     @InjectRepository(DatabaseClaimEntity) private readonly claims: Repository<DatabaseClaimEntity>,
     private readonly config: AppConfig,
     private readonly databases: DatabasesService,
@@ -103,7 +105,9 @@ export class InstantDatabasesService implements OnModuleInit {
    */
   async claim(workspace: WorkspaceEntity, claimCode: string, developerId: string): Promise<DatabaseResponse> {
     const holder = await this.workspaces.holdingWorkspace();
-    const moved = await this.dataSource.transaction(async (manager) => {
+    // In the context's transaction: the move (DatabasesService) joins it.
+    const moved = await this.txHost.withTransaction(async () => {
+      const manager = this.txHost.tx;
       const claim = await manager
         .getRepository(DatabaseClaimEntity)
         .createQueryBuilder('c')
@@ -113,7 +117,7 @@ export class InstantDatabasesService implements OnModuleInit {
         })
         .getOne();
       if (!claim) throw new ApiException(ErrorCode.EntityNotFound, 'Claim code is invalid or expired');
-      const database = await this.databases.moveToWorkspace(manager, claim.databaseId!, holder.id, workspace);
+      const database = await this.databases.moveToWorkspace(claim.databaseId!, holder.id, workspace);
       await manager
         .getRepository(DatabaseClaimEntity)
         .update({ id: claim.id }, { claimedAt: new Date(), claimedBy: developerId });

@@ -1,8 +1,10 @@
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
+import type { MetadataTransactionHost } from '../database/transaction-lock';
 import type { PlanLimit } from '../config/environment';
 import { SubscriptionLevel } from './subscription-level';
 import { SubscriptionsService } from './subscriptions.service';
@@ -25,6 +27,7 @@ export class PlanLimits {
   constructor(
     private readonly subscriptions: SubscriptionsService,
     private readonly config: AppConfig,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
   ) {}
 
   async planOf(workspaceId: string, manager?: EntityManager): Promise<Plan> {
@@ -53,16 +56,15 @@ export class PlanLimits {
 
   /**
    * Refuses one more `resource` than the workspace's plan allows. `count` tells how many there are
-   * now; the caller runs both in the transaction that adds the resource, holding a lock that
-   * serializes such additions, so parallel creates never pass the limit together.
+   * now; both run in the transaction that adds the resource, which the context carries, the caller
+   * holding a lock that serializes such additions, so parallel creates never pass the limit together.
    */
   async assertRoomFor(
-    manager: EntityManager,
     workspaceId: string,
     resource: 'databases' | 'credentials',
     count: () => Promise<number>,
   ): Promise<void> {
-    const plan = await this.planOf(workspaceId, manager);
+    const plan = await this.planOf(workspaceId, this.txHost.tx);
     const limit = resource === 'databases' ? plan.maxDatabases : plan.maxCredentialsPerDatabase;
     if (limit === 'unlimited' || (await count()) < limit) return;
     const what = resource === 'databases' ? 'databases' : 'credentials per database';

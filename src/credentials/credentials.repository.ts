@@ -1,0 +1,155 @@
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
+import { Injectable } from '@nestjs/common';
+import { In, IsNull, LessThanOrEqual, MoreThan, Not, type Repository } from 'typeorm';
+import { lockForContextTransaction, type MetadataTransactionHost } from '../database/transaction-lock';
+import { CredentialRotationEntity } from './credential-rotation.entity';
+import { CredentialEntity } from './credential.entity';
+
+/**
+ * Every statement on `credentials` and `credential_rotations` (habit 15). Statements go through the
+ * transaction the context carries (TransactionHost): inside a TransactionHost.withTransaction or
+ * @Transactional() they join it, outside they run on their own.
+ */
+@Injectable()
+export class CredentialsRepository {
+  constructor(@InjectTransactionHost() private readonly txHost: MetadataTransactionHost) {}
+
+  private get repo(): Repository<CredentialEntity> {
+    return this.txHost.tx.getRepository(CredentialEntity);
+  }
+
+  /** Takes an advisory lock named `key` for the rest of the context's transaction. */
+  lockKey(key: string): Promise<void> {
+    return lockForContextTransaction(this.txHost, key);
+  }
+
+  /** `insert`, not `save`: save would first look the new id up to choose between INSERT and UPDATE. */
+  async insert(row: Partial<CredentialEntity>): Promise<CredentialEntity> {
+    const entity = this.repo.create(row);
+    await this.repo.insert(entity);
+    return entity;
+  }
+
+  /** Credentials of the database not dropped (pending ones included: they count against the plan). */
+  countLive(databaseId: string): Promise<number> {
+    return this.repo.countBy({ databaseId, dropped: IsNull() });
+  }
+
+  /** The database's usable credentials (not dropped, not pending), oldest first. */
+  listUsable(databaseId: string): Promise<CredentialEntity[]> {
+    return this.repo.find({
+      where: { databaseId, dropped: IsNull(), pending: false },
+      order: { created: 'ASC', id: 'ASC' },
+    });
+  }
+
+  findUsable(id: string, databaseId: string): Promise<CredentialEntity | null> {
+    return this.repo.findOne({ where: { id, databaseId, dropped: IsNull(), pending: false } });
+  }
+
+  findWithDatabase(id: string): Promise<CredentialEntity | null> {
+    return this.repo.findOne({ where: { id }, relations: { database: true } });
+  }
+
+  /** The credential's expiry and whether it is dropped (a narrow read). */
+  findExpiry(id: string): Promise<Pick<CredentialEntity, 'id' | 'expiresAt' | 'dropped'> | null> {
+    return this.repo.findOne({ select: { id: true, expiresAt: true, dropped: true }, where: { id } });
+  }
+
+  /** Which of these ids have a row (dropped or pending ones included). */
+  async existingIds(ids: string[]): Promise<Set<string>> {
+    return new Set((await this.repo.find({ select: { id: true }, where: { id: In(ids) } })).map((c) => c.id));
+  }
+
+  async setExpiresAt(id: string, expiresAt: Date): Promise<void> {
+    await this.repo.update({ id }, { expiresAt });
+  }
+
+  /** Marks the credential dropped unless it already is; how many rows changed. */
+  async markDropped(id: string, at: Date): Promise<number> {
+    return (await this.repo.update({ id, dropped: IsNull() }, { dropped: at })).affected ?? 0;
+  }
+
+  /** Marks every credential of the database dropped (its finalization). */
+  async markDroppedOfDatabase(databaseId: string, at: Date): Promise<void> {
+    await this.repo.update({ databaseId, dropped: IsNull() }, { dropped: at });
+  }
+
+  /** Removes a pending row whose role cannot exist. */
+  async deletePending(id: string): Promise<void> {
+    await this.repo.delete({ id, pending: true });
+  }
+
+  /** Gives up a pending credential (it expires at `at`), unless it was confirmed, given up or dropped. */
+  async abandonPending(id: string, at: Date): Promise<void> {
+    await this.repo.update({ id, pending: true, dropped: IsNull(), expiresAt: IsNull() }, { expiresAt: at });
+  }
+
+  /** Gives up, as of `now`, every create still pending since before `createdBefore`. */
+  async abandonPendingCreatedBefore(createdBefore: Date, now: Date): Promise<void> {
+    await this.repo.update(
+      { pending: true, dropped: IsNull(), expiresAt: IsNull(), created: LessThanOrEqual(createdBefore) },
+      { expiresAt: now },
+    );
+  }
+
+  /** Confirms a pending credential (in the context's transaction); how many rows changed. */
+  async confirmPending(id: string): Promise<number> {
+    return (
+      (await this.repo.update({ id, pending: true, dropped: IsNull(), expiresAt: IsNull() }, { pending: false }))
+        .affected ?? 0
+    );
+  }
+
+  /**
+   * Confirms a pending credential in one statement while its database is not finalized (the row
+   * taken FOR SHARE, so a finalization, which locks it exclusively, takes turns with this);
+   * whether it did.
+   */
+  async confirmPendingIfDatabaseLive(id: string, databaseId: string): Promise<boolean> {
+    const confirmed: [unknown[], number] = await this.txHost.tx.query(
+      `UPDATE credentials SET pending = false
+        WHERE id = $1 AND pending AND dropped IS NULL AND expires_at IS NULL
+          AND EXISTS (SELECT 1 FROM databases WHERE id = $2 AND finalized IS NULL FOR SHARE)
+        RETURNING id`,
+      [id, databaseId],
+    );
+    return confirmed[1] === 1;
+  }
+
+  /** The database's usable credentials other than `exceptId` (a rotation's previous ones). */
+  usableExcept(databaseId: string, exceptId: string): Promise<CredentialEntity[]> {
+    return this.repo.find({ where: { databaseId, dropped: IsNull(), pending: false, id: Not(exceptId) } });
+  }
+
+  async setRotationExpiry(id: string, expiresAt: Date, rotationId: string): Promise<void> {
+    await this.repo.update({ id }, { expiresAt, expiredByRotationId: rotationId });
+  }
+
+  /** Ids of credentials not dropped whose expiry has passed, the most overdue first. */
+  async overdueIds(now: Date, take: number): Promise<string[]> {
+    const rows = await this.repo.find({
+      select: { id: true },
+      where: { dropped: IsNull(), expiresAt: LessThanOrEqual(now) },
+      order: { expiresAt: 'ASC' },
+      take,
+    });
+    return rows.map((r) => r.id);
+  }
+
+  /** Credentials not dropped with an expiry still ahead, with their database, the soonest first. */
+  waitingWithDatabase(now: Date, take: number): Promise<CredentialEntity[]> {
+    return this.repo.find({
+      where: { dropped: IsNull(), expiresAt: MoreThan(now) },
+      relations: { database: true },
+      order: { expiresAt: 'ASC' },
+      take,
+    });
+  }
+
+  /** Records a rotation (`credential_rotations` belongs to this aggregate). */
+  saveRotation(row: Partial<CredentialRotationEntity>): Promise<CredentialRotationEntity> {
+    const repo = this.txHost.tx.getRepository(CredentialRotationEntity);
+    return repo.save(repo.create(row));
+  }
+}

@@ -1,0 +1,256 @@
+import { InjectTransactionHost } from '@nestjs-cls/transactional';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, In, IsNull, LessThanOrEqual, Not, type Repository } from 'typeorm';
+import { readRows } from '../database/hot-query';
+import { lockForContextTransaction, type MetadataTransactionHost } from '../database/transaction-lock';
+import { DATABASE_COLUMNS, type DatabaseRow, toDatabase } from './database-rows';
+import { DatabaseEntity, DatabaseStatus } from './database.entity';
+
+/** How full a server is: customer databases not yet finalized, and warm-pool entries. */
+export interface ServerUsage {
+  databases: number;
+  pooled: number;
+}
+
+/**
+ * Every statement on `databases` (habit 15). Statements go through the transaction the context
+ * carries (TransactionHost: inside a TransactionHost.withTransaction or @Transactional() they join
+ * it, outside they run on their own), except the raw hot reads, which run on the pool itself
+ * (readRows) and never inside a transaction.
+ */
+@Injectable()
+export class DatabasesRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+  ) {}
+
+  private get repo(): Repository<DatabaseEntity> {
+    return this.txHost.tx.getRepository(DatabaseEntity);
+  }
+
+  /** Takes an advisory lock named `key` for the rest of the context's transaction. */
+  lockKey(key: string): Promise<void> {
+    return lockForContextTransaction(this.txHost, key);
+  }
+
+  /** Locks the row (FOR UPDATE / FOR SHARE) for the rest of the context's transaction. */
+  lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
+    return this.repo.createQueryBuilder('d').setLock(mode).where('d.id = :id', { id }).getOne();
+  }
+
+  /** `insert`, not `save`: save would first look the new id up to choose between INSERT and UPDATE. */
+  async insert(row: Partial<DatabaseEntity>): Promise<DatabaseEntity> {
+    const entity = this.repo.create(row);
+    await this.repo.insert(entity);
+    return entity;
+  }
+
+  countLive(workspaceId: string): Promise<number> {
+    return this.repo.countBy({ workspaceId, deleted: IsNull() });
+  }
+
+  /** The workspace's live databases, oldest first, up to `take`, after the database `cursor` (when given). */
+  pageOfLive(workspaceId: string, take: number, cursor?: string): Promise<DatabaseEntity[]> {
+    const query = this.repo
+      .createQueryBuilder('d')
+      .where('d.workspace_id = :workspaceId AND d.deleted IS NULL', { workspaceId })
+      .orderBy('d.created', 'ASC')
+      .addOrderBy('d.id', 'ASC')
+      .limit(take);
+    if (cursor) {
+      query.andWhere('(d.created, d.id) > (SELECT c.created, c.id FROM databases c WHERE c.id = :cursor)', { cursor });
+    }
+    return query.getMany();
+  }
+
+  async existsIn(id: string, workspaceId: string): Promise<boolean> {
+    return !!(await this.repo.findOne({ select: { id: true }, where: { id, workspaceId } }));
+  }
+
+  findById(id: string): Promise<DatabaseEntity | null> {
+    return this.repo.findOneBy({ id });
+  }
+
+  findLiveIn(id: string, workspaceId: string): Promise<DatabaseEntity | null> {
+    return this.repo.findOneBy({ id, workspaceId, deleted: IsNull() });
+  }
+
+  findUnfinalizedIn(id: string, workspaceId: string): Promise<DatabaseEntity | null> {
+    return this.repo.findOneBy({ id, workspaceId, finalized: IsNull() });
+  }
+
+  findUnfinalizedWithWorkspace(id: string): Promise<DatabaseEntity | null> {
+    return this.repo.findOne({ where: { id, finalized: IsNull() }, relations: { workspace: true } });
+  }
+
+  existsLiveNamed(workspaceId: string, name: string): Promise<boolean> {
+    return this.repo.existsBy({ workspaceId, name, deleted: IsNull() });
+  }
+
+  /** Renames the row while it is live and still named `name`; how many rows changed. */
+  async renameIfLive(id: string, name: string, newName: string): Promise<number> {
+    return (await this.repo.update({ id, name, deleted: IsNull() }, { name: newName })).affected ?? 0;
+  }
+
+  /** Queues the row for deletion while it is live and still named `name`; how many rows changed. */
+  async markDeletedIfNamed(id: string, name: string, deleted: Date, deletionDueAt: Date): Promise<number> {
+    return (await this.repo.update({ id, name, deleted: IsNull() }, { deleted, deletionDueAt })).affected ?? 0;
+  }
+
+  /** Queues the row for deletion due now while it is live in the workspace; how many rows changed. */
+  async markDeletedNowIfIn(id: string, workspaceId: string, now: Date): Promise<number> {
+    return (
+      (await this.repo.update({ id, workspaceId, deleted: IsNull() }, { deleted: now, deletionDueAt: now })).affected ??
+      0
+    );
+  }
+
+  async moveToWorkspace(id: string, workspaceId: string): Promise<void> {
+    await this.repo.update({ id }, { workspaceId });
+  }
+
+  /**
+   * Ids of the live databases of each of these workspaces, oldest first. Raw rows of two columns
+   * on the pool: a developer may see 100k databases, which entities would cost seconds to build.
+   */
+  idsOfWorkspaces(workspaceIds: string[]): Promise<{ id: string; workspace_id: string }[]> {
+    return readRows<{ id: string; workspace_id: string }>(
+      this.dataSource,
+      `SELECT id, workspace_id FROM databases
+        WHERE workspace_id = ANY($1::uuid[]) AND deleted IS NULL
+        ORDER BY created ASC, id ASC`,
+      [workspaceIds],
+    );
+  }
+
+  /**
+   * The database operations on `name` act on: the live one, else the latest deleted one not yet
+   * finalized. On every operation on a database: one indexed statement, raw rows, on the pool.
+   */
+  async findOperable(workspaceId: string, name: string): Promise<DatabaseEntity | null> {
+    const [row] = await readRows<DatabaseRow>(
+      this.dataSource,
+      `SELECT ${DATABASE_COLUMNS} FROM databases
+        WHERE workspace_id = $1 AND name = $2 AND finalized IS NULL
+        ORDER BY deleted DESC NULLS FIRST LIMIT 1`,
+      [workspaceId, name],
+    );
+    return row ? toDatabase(row) : null;
+  }
+
+  /** The row by id, whatever its state (one raw statement on the pool); null when there is none. */
+  async readById(id: string): Promise<DatabaseEntity | null> {
+    const [row] = await readRows<DatabaseRow>(
+      this.dataSource,
+      `SELECT ${DATABASE_COLUMNS} FROM databases WHERE id = $1`,
+      [id],
+    );
+    return row ? toDatabase(row) : null;
+  }
+
+  /** Server and physical name of every database not finalized (the orphan-role sweep's, raw rows). */
+  livePlacements(): Promise<{ server_id: string; physical_name: string }[]> {
+    return readRows<{ server_id: string; physical_name: string }>(
+      this.dataSource,
+      'SELECT server_id, physical_name FROM databases WHERE finalized IS NULL AND server_id IS NOT NULL',
+      [],
+    );
+  }
+
+  /** READY databases not finalized, placed on a server, oldest first (selected columns). */
+  usable(): Promise<Pick<DatabaseEntity, 'id' | 'workspaceId' | 'region' | 'serverId' | 'physicalName'>[]> {
+    return this.repo.find({
+      select: { id: true, workspaceId: true, region: true, serverId: true, physicalName: true },
+      where: { status: DatabaseStatus.Ready, finalized: IsNull(), serverId: Not(IsNull()) },
+      order: { created: 'ASC', id: 'ASC' },
+    });
+  }
+
+  /**
+   * Records a verified build: READY, unless the row moved on meanwhile (then nothing changes). One
+   * raw statement: it sits on the path from create to READY.
+   */
+  async markReady(id: string, provisionAttempts: number): Promise<void> {
+    await this.txHost.tx.query(
+      `UPDATE databases SET status = $3, last_error = NULL, provision_attempts = $2, updated = now()
+        WHERE id = $1 AND status IN ($4, $5)`,
+      [id, provisionAttempts, DatabaseStatus.Ready, DatabaseStatus.Requested, DatabaseStatus.Built],
+    );
+  }
+
+  /** Records a failed attempt (the status unchanged); only while the row has `status`, when given. */
+  async recordAttemptFailure(
+    id: string,
+    lastError: string,
+    provisionAttempts: number,
+    status?: DatabaseStatus,
+  ): Promise<void> {
+    await this.repo.update(status ? { id, status } : { id }, { lastError, provisionAttempts });
+  }
+
+  /** A build that failed verification: back to REQUESTED with the error, unless the row moved on. */
+  async markUnverified(id: string, lastError: string, provisionAttempts: number): Promise<void> {
+    await this.repo.update(
+      { id, status: In([DatabaseStatus.Requested, DatabaseStatus.Built]) },
+      { status: DatabaseStatus.Requested, lastError, provisionAttempts },
+    );
+  }
+
+  async markFinalized(id: string, at: Date): Promise<void> {
+    await this.repo.update({ id }, { finalized: at });
+  }
+
+  /** Ids of builds not done (REQUESTED or BUILT, not deleted), oldest first. */
+  async unbuiltIds(take: number): Promise<string[]> {
+    const rows = await this.repo.find({
+      select: { id: true },
+      where: { status: In([DatabaseStatus.Requested, DatabaseStatus.Built]), deleted: IsNull() },
+      order: { created: 'ASC' },
+      take,
+    });
+    return rows.map((r) => r.id);
+  }
+
+  /** Ids of deletions due by `now` and not finalized, the most overdue first. */
+  async overdueIds(now: Date, take: number): Promise<string[]> {
+    const rows = await this.repo.find({
+      select: { id: true },
+      where: { deleted: Not(IsNull()), finalized: IsNull(), deletionDueAt: LessThanOrEqual(now) },
+      order: { deletionDueAt: 'ASC' },
+      take,
+    });
+    return rows.map((r) => r.id);
+  }
+
+  /** Databases (not finalized) and warm-pool entries per server (in the context's transaction, if any). */
+  async usageByServer(serverIds: string[]): Promise<Map<string, ServerUsage>> {
+    const result = new Map<string, ServerUsage>(serverIds.map((id) => [id, { databases: 0, pooled: 0 }]));
+    if (!serverIds.length) return result;
+    const rows = await this.txHost.tx.query<{ server_id: string; databases: string; pooled: string }[]>(
+      `SELECT server_id, sum(d)::int AS databases, sum(p)::int AS pooled FROM (
+          SELECT server_id, 1 AS d, 0 AS p FROM databases WHERE finalized IS NULL AND server_id = ANY($1)
+          UNION ALL
+          SELECT server_id, 0, 1 FROM pooled_databases WHERE server_id = ANY($1)) x
+        GROUP BY server_id`,
+      [serverIds],
+    );
+    for (const r of rows) result.set(r.server_id, { databases: Number(r.databases), pooled: Number(r.pooled) });
+    return result;
+  }
+
+  /**
+   * Attaches rows without a server (`databases` or `pooled_databases`, from before the fleet) to
+   * the first server of their region; how many.
+   */
+  async attachUnplaced(table: 'databases' | 'pooled_databases'): Promise<number> {
+    const [, count] = await this.txHost.tx.query<[unknown, number]>(
+      `UPDATE ${table} t SET server_id = (
+          SELECT s.id FROM data_plane_servers s WHERE s.region = t.region ORDER BY s.created, s.id LIMIT 1)
+        WHERE t.server_id IS NULL
+          AND EXISTS (SELECT 1 FROM data_plane_servers s WHERE s.region = t.region)`,
+    );
+    return count;
+  }
+}
