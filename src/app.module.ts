@@ -1,9 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
-import { TypeOrmModule, getDataSourceToken } from '@nestjs/typeorm';
-import { ClsPluginTransactional } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { ClsModule } from 'nestjs-cls';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { MetadataTransactionsModule } from './database/metadata-transactions';
 import { AuthModule } from './auth/auth.module';
 import { OAuthModule } from './auth/oauth/oauth.module';
 import { BillingModule } from './billing/billing.module';
@@ -41,19 +39,8 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
       inject: [AppConfig],
       useFactory: (config: AppConfig) => dataSourceOptions(config.env.DATABASE_URL, config.env.DATABASE_POOL_SIZE),
     }),
-    // Transactions are carried by the async context (habit 15): TransactionHost.withTransaction (and
-    // @Transactional()) open one and start a context of their own when none is active, so they work
-    // alike in requests, queue processors, reconciler passes and the CLI. No per-request middleware
-    // is mounted: nothing else is kept in the context, and the hot paths pay nothing for it.
-    ClsModule.forRoot({
-      global: true,
-      plugins: [
-        new ClsPluginTransactional({
-          imports: [TypeOrmModule],
-          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
-        }),
-      ],
-    }),
+    // Transactions are carried by the async context (habit 15): see MetadataTransactions.
+    MetadataTransactionsModule,
     QueuesModule,
     CommonModule,
     AuthModule,

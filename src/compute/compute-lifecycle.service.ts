@@ -1,6 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
-import type { MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
 import { DataPlane } from '../data-plane/data-plane.service';
@@ -67,7 +66,7 @@ export class ComputeLifecycle implements OnModuleInit {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
     @InjectRepository(ComputeInstanceEntity) private readonly instances: Repository<ComputeInstanceEntity>,
     private readonly databases: DatabasesService,
     private readonly dataPlane: DataPlane,

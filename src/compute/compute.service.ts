@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
-import type { MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
@@ -50,7 +49,7 @@ function parseInstant(name: string, value: string | undefined): Date | undefined
 export class ComputeService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
     @InjectRepository(ComputeInstanceEntity) private readonly instances: Repository<ComputeInstanceEntity>,
     @InjectRepository(ComputeTypeEntity) private readonly types: Repository<ComputeTypeEntity>,
     private readonly databases: DatabasesService,

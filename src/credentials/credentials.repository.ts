@@ -1,18 +1,18 @@
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { In, IsNull, LessThanOrEqual, MoreThan, Not, type Repository } from 'typeorm';
-import { lockForContextTransaction, type MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForContextTransaction } from '../database/transaction-lock';
 import { CredentialRotationEntity } from './credential-rotation.entity';
 import { CredentialEntity } from './credential.entity';
 
 /**
  * Every statement on `credentials` and `credential_rotations` (habit 15). Statements go through the
- * transaction the context carries (TransactionHost): inside a TransactionHost.withTransaction or
- * @Transactional() they join it, outside they run on their own.
+ * transaction the context carries (MetadataTransactions): inside its withTransaction they join it,
+ * outside they run on their own.
  */
 @Injectable()
 export class CredentialsRepository {
-  constructor(@InjectTransactionHost() private readonly txHost: MetadataTransactionHost) {}
+  constructor(private readonly txHost: MetadataTransactions) {}
 
   private get repo(): Repository<CredentialEntity> {
     return this.txHost.tx.getRepository(CredentialEntity);

@@ -1,5 +1,4 @@
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
-import type { MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { ApiException } from '../common/errors/api-exception';
@@ -56,7 +55,7 @@ export class CredentialsService implements OnModuleInit {
   private readonly logger = new Logger(CredentialsService.name);
 
   constructor(
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
     private readonly credentials: CredentialsRepository,
     private readonly databases: DatabasesService,
     private readonly dataPlane: DataPlane,

@@ -1,5 +1,5 @@
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
-import { lockForTransaction, type MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, EntityManager, Repository } from 'typeorm';
@@ -53,7 +53,7 @@ export class DataPlaneServers implements OnModuleInit {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(DataPlaneServerEntity) private readonly servers: Repository<DataPlaneServerEntity>,
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
     private readonly box: SecretBox,
   ) {}

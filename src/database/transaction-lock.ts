@@ -1,9 +1,5 @@
-import type { TransactionHost } from '@nestjs-cls/transactional';
-import type { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import type { EntityManager } from 'typeorm';
-
-/** The transaction host of the metadata database (TypeORM), as repositories and services inject it. */
-export type MetadataTransactionHost = TransactionHost<TransactionalAdapterTypeOrm>;
+import type { MetadataTransactions } from './metadata-transactions';
 
 /**
  * Takes a PostgreSQL advisory lock named by `key` for the rest of the caller's transaction: work
@@ -14,10 +10,10 @@ export async function lockForTransaction(manager: EntityManager, key: string): P
 }
 
 /**
- * The same lock, taken in the transaction the context carries (TransactionHost). Refuses to run
+ * The same lock, taken in the transaction the context carries (MetadataTransactions). Refuses to run
  * outside one: a transaction-scoped lock taken by a lone statement would be released at once.
  */
-export async function lockForContextTransaction(txHost: MetadataTransactionHost, key: string): Promise<void> {
+export async function lockForContextTransaction(txHost: MetadataTransactions, key: string): Promise<void> {
   if (!txHost.isTransactionActive()) throw new Error(`advisory lock ${key} needs a transaction in the context`);
   await lockForTransaction(txHost.tx, key);
 }

@@ -1,6 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
-import type { MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { ErrorCode } from '../common/errors/error-code';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
@@ -36,7 +35,7 @@ export class DatabaseLifecycle implements OnModuleInit {
   private readonly logger = new Logger(DatabaseLifecycle.name);
 
   constructor(
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
     private readonly databases: DatabasesRepository,
     private readonly dataPlane: DataPlane,
     private readonly jobs: JobDispatcher,

@@ -1,9 +1,9 @@
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, IsNull, LessThanOrEqual, Not, type Repository } from 'typeorm';
 import { readRows } from '../database/hot-query';
-import { lockForContextTransaction, type MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForContextTransaction } from '../database/transaction-lock';
 import { DATABASE_COLUMNS, type DatabaseRow, toDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 
@@ -15,15 +15,15 @@ export interface ServerUsage {
 
 /**
  * Every statement on `databases` (habit 15). Statements go through the transaction the context
- * carries (TransactionHost: inside a TransactionHost.withTransaction or @Transactional() they join
- * it, outside they run on their own), except the raw hot reads, which run on the pool itself
+ * carries (MetadataTransactions: inside its withTransaction they join it, outside they run on
+ * their own), except the raw hot reads, which run on the pool itself
  * (readRows) and never inside a transaction.
  */
 @Injectable()
 export class DatabasesRepository {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
   ) {}
 
   private get repo(): Repository<DatabaseEntity> {

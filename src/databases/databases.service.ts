@@ -1,6 +1,5 @@
 import { HttpStatus, Injectable, Logger } from '@nestjs/common';
-import { InjectTransactionHost, Transactional } from '@nestjs-cls/transactional';
-import type { MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { randomUUID } from 'node:crypto';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
@@ -44,7 +43,7 @@ export class DatabasesService {
   private readonly logger = new Logger(DatabasesService.name);
 
   constructor(
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
     private readonly databases: DatabasesRepository,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
@@ -214,8 +213,15 @@ export class DatabasesService {
    * plan must have room and no live database of the same name. Refusals are 400, as the target
    * cannot take this database.
    */
-  @Transactional()
-  async moveToWorkspace(databaseId: string, fromWorkspaceId: string, target: WorkspaceEntity): Promise<DatabaseEntity> {
+  moveToWorkspace(databaseId: string, fromWorkspaceId: string, target: WorkspaceEntity): Promise<DatabaseEntity> {
+    return this.txHost.withTransaction(() => this.moveToWorkspaceInTransaction(databaseId, fromWorkspaceId, target));
+  }
+
+  private async moveToWorkspaceInTransaction(
+    databaseId: string,
+    fromWorkspaceId: string,
+    target: WorkspaceEntity,
+  ): Promise<DatabaseEntity> {
     const database = await this.databases.findLiveIn(databaseId, fromWorkspaceId);
     if (!database) throw new ApiException(ErrorCode.EntityNotFound, 'The database of this claim code no longer exists');
     try {
@@ -329,7 +335,7 @@ export class DatabasesService {
 
   /**
    * Locks the database row for the rest of the transaction the context carries (serializes work on
-   * one database); the caller opens it (TransactionHost.withTransaction or @Transactional()).
+   * one database); the caller opens it (MetadataTransactions.withTransaction).
    */
   lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
     if (!this.txHost.isTransactionActive()) throw new Error('a database row lock needs a transaction in the context');

@@ -1,10 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ErrorCode } from '../common/errors/error-code';
-import type { MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
 import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
@@ -31,7 +30,7 @@ export class WarmPool {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(PooledDatabaseEntity) private readonly pooled: Repository<PooledDatabaseEntity>,
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
     private readonly servers: DataPlaneServers,

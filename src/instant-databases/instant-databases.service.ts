@@ -1,6 +1,6 @@
-import { lockForTransaction, type MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
@@ -42,7 +42,7 @@ export class InstantDatabasesService implements OnModuleInit {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
     @InjectRepository(DatabaseClaimEntity) private readonly claims: Repository<DatabaseClaimEntity>,
     private readonly config: AppConfig,
     private readonly databases: DatabasesService,

@@ -84,7 +84,10 @@ export class InvitesService implements OnModuleInit {
       ],
     ).catch((err: unknown) => {
       if (isUniqueViolation(err)) {
-        throw new ApiException(ErrorCode.DuplicateEntity, `An invite for ${email} to this workspace is already pending`);
+        throw new ApiException(
+          ErrorCode.DuplicateEntity,
+          `An invite for ${email} to this workspace is already pending`,
+        );
       }
       throw err;
     });

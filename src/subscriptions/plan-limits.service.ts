@@ -1,10 +1,9 @@
-import { InjectTransactionHost } from '@nestjs-cls/transactional';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
-import type { MetadataTransactionHost } from '../database/transaction-lock';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import type { PlanLimit } from '../config/environment';
 import { SubscriptionLevel } from './subscription-level';
 import { SubscriptionsService } from './subscriptions.service';
@@ -27,7 +26,7 @@ export class PlanLimits {
   constructor(
     private readonly subscriptions: SubscriptionsService,
     private readonly config: AppConfig,
-    @InjectTransactionHost() private readonly txHost: MetadataTransactionHost,
+    private readonly txHost: MetadataTransactions,
   ) {}
 
   async planOf(workspaceId: string, manager?: EntityManager): Promise<Plan> {
