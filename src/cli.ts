@@ -165,39 +165,9 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
-  'server:disable': {
-    usage: 'server:disable --id ID',
-    options: { id: { type: 'string' } },
-    prepare(options) {
-      const id = requiredUuid(options, 'id');
-      return async (app) => {
-        const { DataPlaneServers, DataPlaneServerState } = await fleet();
-        return app.get(DataPlaneServers).setState(id, DataPlaneServerState.Disabled);
-      };
-    },
-  },
-  'server:drain': {
-    usage: 'server:drain --id ID',
-    options: { id: { type: 'string' } },
-    prepare(options) {
-      const id = requiredUuid(options, 'id');
-      return async (app) => {
-        const { DataPlaneServers, DataPlaneServerState } = await fleet();
-        return app.get(DataPlaneServers).setState(id, DataPlaneServerState.Draining);
-      };
-    },
-  },
-  'server:activate': {
-    usage: 'server:activate --id ID',
-    options: { id: { type: 'string' } },
-    prepare(options) {
-      const id = requiredUuid(options, 'id');
-      return async (app) => {
-        const { DataPlaneServers, DataPlaneServerState } = await fleet();
-        return app.get(DataPlaneServers).setState(id, DataPlaneServerState.Active);
-      };
-    },
-  },
+  'server:disable': serverStateCommand('server:disable', 'Disabled'),
+  'server:drain': serverStateCommand('server:drain', 'Draining'),
+  'server:activate': serverStateCommand('server:activate', 'Active'),
   'server:remove': {
     usage: 'server:remove --id ID',
     options: { id: { type: 'string' } },
@@ -210,6 +180,21 @@ const COMMANDS: Record<string, Command> = {
     },
   },
 };
+
+/** A command that sets a server's state (drain, activate, disable). */
+function serverStateCommand(name: string, state: 'Active' | 'Draining' | 'Disabled'): Command {
+  return {
+    usage: `${name} --id ID`,
+    options: { id: { type: 'string' } },
+    prepare(options) {
+      const id = requiredUuid(options, 'id');
+      return async (app) => {
+        const { DataPlaneServers, DataPlaneServerState } = await fleet();
+        return app.get(DataPlaneServers).setState(id, DataPlaneServerState[state]);
+      };
+    },
+  };
+}
 
 /** Standard input up to its end, less one trailing newline (what `echo` or a here-string adds). */
 async function passwordFromStdin(): Promise<string> {

@@ -433,6 +433,21 @@ describe('database lifecycle jobs', () => {
   });
   afterAll(() => t.close());
 
+  /** Creates a database and waits until its build has recorded an error (its row as it is then). */
+  async function createUntilBuildFails(prefix: string) {
+    const name = `${prefix}_${unique()}`;
+    const res = await t.http
+      .post(`/workspaces/${slug}/databases`)
+      .set(auth)
+      .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+      .expect(201);
+    const failed = await eventually(async () => {
+      const row = await databaseRow(t, res.body.id);
+      return row.last_error ? row : null;
+    });
+    return { name, res, failed };
+  }
+
   it('keeps a deleted database until its grace period ends, and the sweep finalizes it when its job was lost', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const { physical_name: physical } = await databaseRow(t, db.id);
@@ -463,16 +478,7 @@ describe('database lifecycle jobs', () => {
       throw new Error('injected failure after CREATE DATABASE');
     });
     try {
-      const name = `flaky_${unique()}`;
-      const res = await t.http
-        .post(`/workspaces/${slug}/databases`)
-        .set(auth)
-        .send({ databaseName: name, region: 'AWS_US_WEST_2' })
-        .expect(201);
-      const failed = await eventually(async () => {
-        const row = await databaseRow(t, res.body.id);
-        return row.last_error ? row : null;
-      });
+      const { name, res, failed } = await createUntilBuildFails('flaky');
       expect(failed).toMatchObject({
         status: 'REQUESTED',
         last_error: 'injected failure after CREATE DATABASE',
@@ -508,16 +514,7 @@ describe('database lifecycle jobs', () => {
       return dataPlane.isDatabaseHardened(args[0], args[1]);
     });
     try {
-      const name = `unverified_${unique()}`;
-      const res = await t.http
-        .post(`/workspaces/${slug}/databases`)
-        .set(auth)
-        .send({ databaseName: name, region: 'AWS_US_WEST_2' })
-        .expect(201);
-      const failed = await eventually(async () => {
-        const row = await databaseRow(t, res.body.id);
-        return row.last_error ? row : null;
-      });
+      const { name, res, failed } = await createUntilBuildFails('unverified');
       expect(failed).toMatchObject({
         status: 'REQUESTED',
         last_error: 'the built database failed verification (missing, wrong owner or open to PUBLIC)',
