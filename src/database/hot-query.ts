@@ -11,8 +11,7 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
  * isDependencyOutage reads). Not for writes (see writeRows) or anything inside a transaction.
  */
 export async function readRows<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
-  const pool = (dataSource.driver as PostgresDriver).master as Pool;
-  const { rows } = await pool.query(sql, params);
+  const { rows } = await metadataPool(dataSource).query(sql, params);
   return rows as T[];
 }
 
@@ -25,11 +24,15 @@ export async function readRows<T>(dataSource: DataSource, sql: string, params: u
  * (409 on unique violations, 400 on constraint violations) and the outage check treat them alike.
  */
 export async function writeRows<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
-  const pool = (dataSource.driver as PostgresDriver).master as Pool;
   try {
-    const { rows } = await pool.query(sql, params);
+    const { rows } = await metadataPool(dataSource).query(sql, params);
     return rows as T[];
   } catch (err) {
     throw new QueryFailedError(sql, params, err as Error);
   }
+}
+
+/** The pg pool under TypeORM's PostgreSQL driver. */
+function metadataPool(dataSource: DataSource): Pool {
+  return (dataSource.driver as PostgresDriver).master as Pool;
 }

@@ -26,13 +26,20 @@ export class MetadataTransactions {
     return this.context.getStore() ?? this.dataSource.manager;
   }
 
-  isTransactionActive(): boolean {
-    return this.context.getStore() !== undefined;
+  /**
+   * The manager of the transaction the context carries, for what only holds inside one (a row or
+   * advisory lock, taken by a lone statement, would be released at once): throws, naming `what`,
+   * when there is none.
+   */
+  required(what: string): EntityManager {
+    const manager = this.context.getStore();
+    if (!manager) throw new Error(`${what} needs a transaction in the context`);
+    return manager;
   }
 
   /** Runs `work` in a transaction: the one the context carries, or a new one committed when it ends. */
   withTransaction<T>(work: () => Promise<T>): Promise<T> {
-    if (this.isTransactionActive()) return work();
+    if (this.context.getStore()) return work();
     return this.dataSource.transaction((manager) => this.context.run(manager, work));
   }
 }

@@ -14,6 +14,5 @@ export async function lockForTransaction(manager: EntityManager, key: string): P
  * outside one: a transaction-scoped lock taken by a lone statement would be released at once.
  */
 export async function lockForContextTransaction(txHost: MetadataTransactions, key: string): Promise<void> {
-  if (!txHost.isTransactionActive()) throw new Error(`advisory lock ${key} needs a transaction in the context`);
-  await lockForTransaction(txHost.tx, key);
+  await lockForTransaction(txHost.required(`advisory lock ${key}`), key);
 }

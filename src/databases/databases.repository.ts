@@ -35,9 +35,15 @@ export class DatabasesRepository {
     return lockForContextTransaction(this.txHost, key);
   }
 
-  /** Locks the row (FOR UPDATE / FOR SHARE) for the rest of the context's transaction. */
+  /** Locks the row (FOR UPDATE / FOR SHARE) for the rest of the context's transaction (refused outside one). */
   lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
-    return this.repo.createQueryBuilder('d').setLock(mode).where('d.id = :id', { id }).getOne();
+    return this.txHost
+      .required('a database row lock')
+      .getRepository(DatabaseEntity)
+      .createQueryBuilder('d')
+      .setLock(mode)
+      .where('d.id = :id', { id })
+      .getOne();
   }
 
   /** `insert`, not `save`: save would first look the new id up to choose between INSERT and UPDATE. */

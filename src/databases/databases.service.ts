@@ -338,7 +338,6 @@ export class DatabasesService {
    * one database); the caller opens it (MetadataTransactions.withTransaction).
    */
   lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
-    if (!this.txHost.isTransactionActive()) throw new Error('a database row lock needs a transaction in the context');
     return this.databases.lock(id, mode);
   }
 

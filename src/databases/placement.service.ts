@@ -3,8 +3,6 @@ import type { Region } from '../config/regions';
 import { DataPlaneServers, type DataPlaneServerView } from '../data-plane/data-plane-servers.service';
 import { DatabasesRepository, type ServerUsage } from './databases.repository';
 
-export type { ServerUsage } from './databases.repository';
-
 export interface Candidate {
   server: DataPlaneServerView;
   usage: ServerUsage;

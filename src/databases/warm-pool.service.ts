@@ -48,8 +48,7 @@ export class WarmPool {
    * other's picks.
    */
   async claim(serverId: string): Promise<string | null> {
-    if (!this.txHost.isTransactionActive()) throw new Error('claiming a pooled database needs a transaction');
-    const manager = this.txHost.tx;
+    const manager = this.txHost.required('claiming a pooled database');
     const entry = await manager
       .getRepository(PooledDatabaseEntity)
       .createQueryBuilder('p')
