@@ -25,6 +25,20 @@ function hardenedQuery(physical: string): string {
            WHERE d.datname = ${escapeLiteral(assertPhysicalName(physical))}`;
 }
 
+/**
+ * Makes the admin a member of `role` unless it is a superuser, decided by the server (no answer
+ * waited for). A non-superuser admin (CREATEDB, CREATEROLE) needs that to create a database owned by
+ * an owner role, and to set a credential role's default privileges, reassign what it owns and end
+ * its sessions; a superuser has those powers without it.
+ */
+function adminMemberOfUnlessSuperuser(role: string): string {
+  return `DO $$BEGIN
+      IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        EXECUTE format('GRANT %I TO CURRENT_USER', ${escapeLiteral(role)});
+      END IF;
+    END$$`;
+}
+
 function codeOf(err: unknown): string | undefined {
   return (err as PgError | null)?.code;
 }
@@ -207,49 +221,57 @@ export class DataPlane implements OnApplicationShutdown {
    * by it, `CONNECT` and `TEMP` revoked from PUBLIC, and the public schema closed to PUBLIC and
    * owned by the owner role. Idempotent: a retry after a crash completes what is missing.
    * Answers whether the database came out hardened (see isDatabaseHardened), read in the same
-   * session right after the statements that make it so.
+   * session right after the statements that make it so; the session to the new database opens
+   * meanwhile, so its connection and handshake overlap those statements.
    */
   buildDatabase(serverId: string, physical: string, options: { sharded?: boolean } = {}): Promise<boolean> {
     const owner = ownerRoleName(physical);
     const env = this.config.env;
     return this.on(serverId, async (t) => {
       await this.lockSharedDatabases(t);
-      const hardened = await this.withAdmin(t, async (db) => {
-        const o = db.escapeIdentifier(owner);
-        const d = db.escapeIdentifier(assertPhysicalName(physical));
-        // Statements that need no answer in between go to the server in one round trip each.
-        // CREATE DATABASE may wait for a checkpoint: it runs under DATA_PLANE_DATABASE_DDL_TIMEOUT_MS.
-        await this.ignoring(
-          [DUPLICATE_OBJECT, UNIQUE_VIOLATION],
-          db.query(`CREATE ROLE ${o} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`),
-        );
-        const [superuser] = (await db.query(
-          `SELECT rolsuper FROM pg_roles WHERE rolname = current_user;
-           SET statement_timeout = ${Math.trunc(env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS)}`,
-        )) as unknown as [QueryResult<{ rolsuper: boolean }>, QueryResult];
-        // A non-superuser admin (CREATEDB, CREATEROLE) must be a member of a role to create databases it owns.
-        if (!superuser.rows[0]?.rolsuper) await db.query(`GRANT ${o} TO CURRENT_USER`);
-        const created = await this.ignoring(
-          [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
-          db.query(`CREATE DATABASE ${d} OWNER ${o}`),
-        );
-        const results = (await db.query(
-          `SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)};
-           ${created ? '' : `ALTER DATABASE ${d} OWNER TO ${o};`}
-           REVOKE ALL ON DATABASE ${d} FROM PUBLIC;
-           ${hardenedQuery(physical)}`,
-        )) as unknown as QueryResult<{ ok: boolean }>[];
-        return results[results.length - 1].rows[0]?.ok === true;
-      });
-      await this.withDatabase(t, physical, async (db) => {
-        const o = db.escapeIdentifier(owner);
+      let session: Promise<Client> | undefined;
+      try {
+        const hardened = await this.withAdmin(t, async (db) => {
+          const o = db.escapeIdentifier(owner);
+          const d = db.escapeIdentifier(assertPhysicalName(physical));
+          // Statements that need no answer in between go to the server in one round trip each.
+          const membership = adminMemberOfUnlessSuperuser(owner);
+          // CREATE DATABASE may wait for a checkpoint: it runs under DATA_PLANE_DATABASE_DDL_TIMEOUT_MS.
+          const ddlTimeout = `SET statement_timeout = ${Math.trunc(env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS)}`;
+          const roleMade = await this.ignoring(
+            [DUPLICATE_OBJECT, UNIQUE_VIOLATION],
+            db.query(
+              `CREATE ROLE ${o} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+               ${membership}; ${ddlTimeout}`,
+            ),
+          );
+          // The role was there already (a retry): the statements after it did not run.
+          if (!roleMade) await db.query(`${membership}; ${ddlTimeout}`);
+          const created = await this.ignoring(
+            [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
+            db.query(`CREATE DATABASE ${d} OWNER ${o}`),
+          );
+          // The database exists from here: the session to it opens while the admin statements run.
+          session = this.connectTo(t, physical);
+          session.catch(() => undefined);
+          const results = (await db.query(
+            `SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)};
+             ${created ? '' : `ALTER DATABASE ${d} OWNER TO ${o};`}
+             REVOKE ALL ON DATABASE ${d} FROM PUBLIC;
+             ${hardenedQuery(physical)}`,
+          )) as unknown as QueryResult<{ ok: boolean }>[];
+          return results[results.length - 1].rows[0]?.ok === true;
+        });
+        const db = await (session as Promise<Client>);
         await db.query(
           `REVOKE ALL ON SCHEMA public FROM PUBLIC;
-           ALTER SCHEMA public OWNER TO ${o}
+           ALTER SCHEMA public OWNER TO ${db.escapeIdentifier(owner)}
            ${options.sharded ? ';CREATE EXTENSION IF NOT EXISTS citus' : ''}`,
         );
-      });
-      return hardened;
+        return hardened;
+      } finally {
+        session?.then(closeInBackground, () => undefined);
+      }
     });
   }
 
@@ -331,6 +353,7 @@ export class DataPlane implements OnApplicationShutdown {
           db.query(
             [
               `CREATE ROLE ${r} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${password} IN ROLE ${o}`,
+              adminMemberOfUnlessSuperuser(role),
               `ALTER ROLE ${r} IN DATABASE ${db.escapeIdentifier(assertPhysicalName(session.physical))} SET role = ${db.escapeLiteral(owner)}`,
               ...['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES', 'SCHEMAS'].map(
                 (kind) => `ALTER DEFAULT PRIVILEGES FOR ROLE ${r} GRANT ALL ON ${kind} TO ${o}`,

@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
+import {
+  Auth,
+  createReadyDatabase,
+  createWorkspace,
+  databaseRow,
+  onDataPlane,
+  physicalDatabaseExists,
+  roleExists,
+  connectAs,
+  unique,
+} from './support';
+
+/**
+ * README: the data-plane admin role must be a superuser, or have CREATEDB and CREATEROLE. Such an
+ * admin must be a member of a database's owner role to create a database owned by it; the build
+ * grants that membership itself (the server decides, in the statement group that makes the role).
+ */
+describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but is no superuser', () => {
+  const admin = `${process.env.DATA_PLANE_NAME_PREFIX}admin_${unique()}`;
+  let t: TestApp & { metadataUrl: string };
+  let auth: Auth;
+  let slug: string;
+
+  beforeAll(async () => {
+    const password = randomBytes(16).toString('hex');
+    await onDataPlane(async (db) => {
+      const a = db.escapeIdentifier(admin);
+      await db.query(`CREATE ROLE ${a} LOGIN CREATEDB CREATEROLE PASSWORD ${db.escapeLiteral(password)}`);
+      // Superuser admins of this cluster (other specs) closed its shared databases to PUBLIC.
+      await db.query(`GRANT CONNECT ON DATABASE postgres TO ${a}`);
+    });
+    const url = new URL(process.env.DATA_PLANE_URL!);
+    url.username = admin;
+    url.password = password;
+    t = await createIsolatedTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATABASE_DELETION_GRACE_SECONDS: '1',
+      DATA_PLANE_URL: url.toString(),
+    });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+  }, 120000);
+
+  afterAll(async () => {
+    await t?.close();
+    // Whatever the spec made on the data plane goes with the run (global teardown); the admin too.
+    await onDataPlane(async (db) => {
+      await db.query(`REVOKE CONNECT ON DATABASE postgres FROM ${db.escapeIdentifier(admin)}`);
+      await db.query(`REASSIGN OWNED BY ${db.escapeIdentifier(admin)} TO CURRENT_USER`);
+      await db.query(`DROP OWNED BY ${db.escapeIdentifier(admin)}`);
+      await db.query(`DROP ROLE ${db.escapeIdentifier(admin)}`);
+    }).catch(() => undefined);
+  });
+
+  it('builds a READY, hardened database owned by its owner role, the admin a member of that role', async () => {
+    const body = await createReadyDatabase(t, auth, slug);
+    const { physical_name: physical } = await databaseRow(t, body.id);
+    expect(await physicalDatabaseExists(physical)).toBe(true);
+    const [state] = await onDataPlane((db) =>
+      db
+        .query<{ owner: string; public_connect: boolean; admin_is_member: boolean }>(
+          `SELECT pg_get_userbyid(d.datdba) AS owner,
+                  has_database_privilege('public', d.oid, 'CONNECT') AS public_connect,
+                  pg_has_role($2, pg_get_userbyid(d.datdba), 'MEMBER') AS admin_is_member
+             FROM pg_database d WHERE d.datname = $1`,
+          [physical, admin],
+        )
+        .then((r) => r.rows),
+    );
+    expect(state).toEqual({ owner: `${physical}_owner`, public_connect: false, admin_is_member: true });
+  });
+
+  it('makes credentials that log in and create tables in the new database', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const res = await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200);
+    const { id, password } = res.body as { id: string; password: string };
+    const session = await connectAs(db.dbHost!, id, password);
+    try {
+      await session.query('CREATE TABLE orders (item text)');
+      const { rows } = await session.query<{ owner: string }>(
+        "SELECT tableowner AS owner FROM pg_tables WHERE tablename = 'orders'",
+      );
+      expect(rows).toEqual([{ owner: `${(await databaseRow(t, db.id)).physical_name}_owner` }]);
+    } finally {
+      await session.end();
+    }
+  });
+
+  it('revokes a credential (its role and what it owned go) and finalizes a deleted database with all its roles', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { physical_name: physical } = await databaseRow(t, db.id);
+    const credentials = `/workspaces/${slug}/databases/${db.name}/credentials`;
+    const made = async () =>
+      (await t.http.post(credentials).set(auth).expect(200)).body as { id: string; password: string };
+    const [revoked, kept] = [await made(), await made()];
+    // A session of the credential to revoke is open, and it made a table after RESET ROLE (its own).
+    const session = await connectAs(db.dbHost!, revoked.id, revoked.password);
+    await session.query('RESET ROLE; CREATE TABLE made_by_revoked (x int)');
+    await t.http.delete(`${credentials}/${revoked.id}`).set(auth).expect(204);
+    expect(await roleExists(revoked.id)).toBe(false);
+    await session.end().catch(() => undefined);
+    const owner = await connectAs(db.dbHost!, kept.id, kept.password);
+    try {
+      const { rows } = await owner.query<{ tableowner: string }>(
+        "SELECT tableowner FROM pg_tables WHERE tablename = 'made_by_revoked'",
+      );
+      expect(rows).toEqual([{ tableowner: `${physical}_owner` }]);
+    } finally {
+      await owner.end();
+    }
+
+    await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+    await eventually(async () => (await databaseRow(t, db.id)).finalized !== null, 30000);
+    expect(await physicalDatabaseExists(physical)).toBe(false);
+    expect(await roleExists(kept.id)).toBe(false);
+    expect(await roleExists(`${physical}_owner`)).toBe(false);
+  });
+});
