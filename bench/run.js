@@ -239,6 +239,7 @@ async function main() {
     [
       ...profiling('service'),
       '--max-semi-space-size=16', // as `npm start` and the image
+      ...(process.env.BENCH_SERVICE_FLAGS ? process.env.BENCH_SERVICE_FLAGS.split(' ') : []),
       '--expose-gc',
       '--require',
       join(__dirname, 'lib/gc-on-signal.js'),

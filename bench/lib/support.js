@@ -34,7 +34,8 @@ function cpuPinning() {
  */
 function startNode(args, { env, logFile, pinTo, announcesPort = false }) {
   const log = openSync(logFile, 'a');
-  const [cmd, argv] = pinTo ? ['taskset', ['-c', pinTo, process.execPath, ...args]] : [process.execPath, args];
+  const exe = process.env.BENCH_SERVICE_FLAGS ? ['stdbuf', '-oL', process.execPath] : [process.execPath];
+  const [cmd, argv] = pinTo ? ['taskset', ['-c', pinTo, ...exe, ...args]] : [exe[0], [...exe.slice(1), ...args]];
   const child = spawn(cmd, argv, { env, stdio: ['ignore', announcesPort ? 'pipe' : log, log] });
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const port = !announcesPort
