@@ -3,6 +3,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { StorageUsage } from '../insights/storage-usage.service';
 import { ComputeUsagePeriods } from '../metrics/compute-usage-periods.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
@@ -26,6 +27,7 @@ export class BillingRater implements OnModuleInit {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
     private readonly usage: ComputeUsagePeriods,
     private readonly subscriptions: SubscriptionsService,
@@ -55,10 +57,11 @@ export class BillingRater implements OnModuleInit {
    * before another one rated (a slow billing job) can no longer write over it with stale lines.
    */
   async rate(workspaceId: string, month: BillingMonth, now?: Date): Promise<RatedLine[]> {
-    return this.dataSource.transaction(async (tx) => {
+    return this.txHost.withTransaction(async () => {
+      const tx = this.txHost.tx;
       await lockForTransaction(tx, `billing:${workspaceId}:${month.ym}`);
       const periods = await this.usage.overlapping(workspaceId, month.start, month.end, tx);
-      const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end, tx);
+      const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end);
       const storage = await this.storage.ofMonth(workspaceId, month.ym, tx);
       const lines = rateMonth({
         month,

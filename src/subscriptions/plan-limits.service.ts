@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
-import { MetadataTransactions } from '../database/metadata-transactions';
 import type { PlanLimit } from '../config/environment';
 import { SubscriptionLevel } from './subscription-level';
 import { SubscriptionsService } from './subscriptions.service';
@@ -26,11 +24,11 @@ export class PlanLimits {
   constructor(
     private readonly subscriptions: SubscriptionsService,
     private readonly config: AppConfig,
-    private readonly txHost: MetadataTransactions,
   ) {}
 
-  async planOf(workspaceId: string, manager?: EntityManager): Promise<Plan> {
-    return this.plan((await this.subscriptions.levelNow(workspaceId, manager)) ?? SubscriptionLevel.Free);
+  /** The plan of the level held now (read in the transaction the context carries, if any). */
+  async planOf(workspaceId: string): Promise<Plan> {
+    return this.plan((await this.subscriptions.levelNow(workspaceId)) ?? SubscriptionLevel.Free);
   }
 
   plan(level: SubscriptionLevel): Plan {
@@ -63,7 +61,7 @@ export class PlanLimits {
     resource: 'databases' | 'credentials',
     count: () => Promise<number>,
   ): Promise<void> {
-    const plan = await this.planOf(workspaceId, this.txHost.tx);
+    const plan = await this.planOf(workspaceId);
     const limit = resource === 'databases' ? plan.maxDatabases : plan.maxCredentialsPerDatabase;
     if (limit === 'unlimited' || (await count()) < limit) return;
     const what = resource === 'databases' ? 'databases' : 'credentials per database';

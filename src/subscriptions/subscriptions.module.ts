@@ -5,6 +5,7 @@ import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { PlanLimits } from './plan-limits.service';
 import { SubscriptionEntity } from './subscription.entity';
 import { SubscriptionsController } from './subscriptions.controller';
+import { SubscriptionsRepository } from './subscriptions.repository';
 import { SubscriptionsService } from './subscriptions.service';
 
 const SUBSCRIPTION = 'workspaces/:workspaceSlug/subscription';
@@ -12,7 +13,7 @@ const SUBSCRIPTION = 'workspaces/:workspaceSlug/subscription';
 @Module({
   imports: [TypeOrmModule.forFeature([SubscriptionEntity]), WorkspacesModule],
   controllers: [SubscriptionsController],
-  providers: [SubscriptionsService, PlanLimits],
+  providers: [SubscriptionsRepository, SubscriptionsService, PlanLimits],
   exports: [SubscriptionsService, PlanLimits],
 })
 export class SubscriptionsModule implements NestModule {

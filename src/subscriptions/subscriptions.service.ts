@@ -1,13 +1,12 @@
-import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { isUuid } from '../common/http/uuid';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { SubscriptionLevel } from './subscription-level';
 import { SubscriptionEntity } from './subscription.entity';
+import { SubscriptionsRepository } from './subscriptions.repository';
 
 const NO_ACTIVE = 'No active subscription';
 
@@ -26,51 +25,49 @@ const NO_ACTIVE = 'No active subscription';
 @Injectable()
 export class SubscriptionsService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(SubscriptionEntity) private readonly subscriptions: Repository<SubscriptionEntity>,
+    private readonly txHost: MetadataTransactions,
+    private readonly subscriptions: SubscriptionsRepository,
   ) {}
 
   /** The current row; 404 entity_not_found when the subscription was closed and none started since. */
   async current(workspace: WorkspaceEntity): Promise<SubscriptionEntity> {
-    const found = await this.findCurrent(this.dataSource.manager, workspace.id, new Date());
+    const found = await this.subscriptions.findCurrent(workspace.id, new Date());
     if (found) return found;
-    const materialized = await this.locked(workspace, (tx, now) => this.findCurrent(tx, workspace.id, now));
+    const materialized = await this.locked(workspace, (now) => this.subscriptions.findCurrent(workspace.id, now));
     if (!materialized) throw new ApiException(ErrorCode.EntityNotFound, NO_ACTIVE);
     return materialized;
   }
 
-  /** The level held now (read through `manager`, e.g. inside a caller's transaction); null when no row is current. */
-  async levelNow(
-    workspaceId: string,
-    manager: EntityManager = this.dataSource.manager,
-  ): Promise<SubscriptionLevel | null> {
-    return (await this.findCurrent(manager, workspaceId, new Date()))?.level ?? null;
+  /** The level held now (in the transaction the context carries, if any); null when no row is current. */
+  async levelNow(workspaceId: string): Promise<SubscriptionLevel | null> {
+    return (await this.subscriptions.findCurrent(workspaceId, new Date()))?.level ?? null;
   }
 
   /** Every row, the latest first. */
   async history(workspace: WorkspaceEntity): Promise<SubscriptionEntity[]> {
-    const order = { validFrom: 'DESC', created: 'DESC' } as const;
-    const rows = await this.subscriptions.find({ where: { workspaceId: workspace.id }, order });
+    const rows = await this.subscriptions.history(workspace.id);
     if (rows.length) return rows;
-    return this.locked(workspace, (tx) =>
-      tx.getRepository(SubscriptionEntity).find({ where: { workspaceId: workspace.id }, order }),
-    );
+    return this.locked(workspace, () => this.subscriptions.history(workspace.id));
   }
 
   /** Starts a subscription now; 409 duplicate_entity while one is current. */
   start(workspace: WorkspaceEntity, level: SubscriptionLevel, callerId: string): Promise<SubscriptionEntity> {
-    return this.locked(workspace, async (tx, now) => {
-      const current = await this.findCurrent(tx, workspace.id, now);
+    return this.locked(workspace, async (now) => {
+      const current = await this.subscriptions.findCurrent(workspace.id, now);
       if (current) {
         throw new ApiException(
           ErrorCode.DuplicateEntity,
           `The workspace already has a current subscription (${current.level} since ${current.validFrom.toISOString()}); change its level with PUT`,
         );
       }
-      await this.dropPending(tx, workspace.id, now);
-      return tx
-        .getRepository(SubscriptionEntity)
-        .save({ workspaceId: workspace.id, level, validFrom: now, validTo: null, changedBy: callerId });
+      await this.subscriptions.dropPending(workspace.id, now);
+      return this.subscriptions.save({
+        workspaceId: workspace.id,
+        level,
+        validFrom: now,
+        validTo: null,
+        changedBy: callerId,
+      });
     });
   }
 
@@ -86,11 +83,10 @@ export class SubscriptionsService {
     effectiveAt?: Date,
   ): Promise<SubscriptionEntity> {
     this.refusePast(effectiveAt, 'validFrom');
-    return this.locked(workspace, async (tx, now) => {
-      const repo = tx.getRepository(SubscriptionEntity);
-      const current = await this.findCurrent(tx, workspace.id, now);
+    return this.locked(workspace, async (now) => {
+      const current = await this.subscriptions.findCurrent(workspace.id, now);
       if (!current) throw new ApiException(ErrorCode.EntityNotFound, `${NO_ACTIVE}; start one with POST`);
-      await this.dropPending(tx, workspace.id, now);
+      await this.subscriptions.dropPending(workspace.id, now);
       const at = effectiveAt && effectiveAt.getTime() > now.getTime() ? effectiveAt : now;
       if (current.level === level || current.validFrom.getTime() === at.getTime()) {
         // Same level: nothing changes but the pending rows are gone. Same instant as the current
@@ -98,11 +94,17 @@ export class SubscriptionsService {
         if (current.level !== level) current.changedBy = callerId;
         current.level = level;
         current.validTo = null;
-        return repo.save(current);
+        return this.subscriptions.save(current);
       }
       current.validTo = at;
-      await repo.save(current);
-      return repo.save({ workspaceId: workspace.id, level, validFrom: at, validTo: null, changedBy: callerId });
+      await this.subscriptions.save(current);
+      return this.subscriptions.save({
+        workspaceId: workspace.id,
+        level,
+        validFrom: at,
+        validTo: null,
+        changedBy: callerId,
+      });
     });
   }
 
@@ -114,9 +116,8 @@ export class SubscriptionsService {
   close(workspace: WorkspaceEntity, subscriptionId: string, endAt?: Date): Promise<SubscriptionEntity> {
     if (!isUuid(subscriptionId)) throw this.noSuchRow();
     this.refusePast(endAt, 'validTo');
-    return this.locked(workspace, async (tx, now) => {
-      const repo = tx.getRepository(SubscriptionEntity);
-      const row = await repo.findOneBy({ id: subscriptionId, workspaceId: workspace.id });
+    return this.locked(workspace, async (now) => {
+      const row = await this.subscriptions.findInWorkspace(subscriptionId, workspace.id);
       if (!row) throw this.noSuchRow();
       if (row.validFrom.getTime() > now.getTime()) {
         throw new ApiException(
@@ -130,58 +131,34 @@ export class SubscriptionsService {
           `Subscription ${row.id} already ended at ${row.validTo.toISOString()}`,
         );
       }
-      await this.dropPending(tx, workspace.id, now);
+      await this.subscriptions.dropPending(workspace.id, now);
       row.validTo = endAt && endAt.getTime() > now.getTime() ? endAt : now;
-      return repo.save(row);
+      return this.subscriptions.save(row);
     });
   }
 
-  /** The workspace's rows overlapping `[from, to)`, oldest first (what billing rates; within the caller's transaction, if given). */
-  overlapping(workspaceId: string, from: Date, to: Date, manager?: EntityManager): Promise<SubscriptionEntity[]> {
-    return (manager?.getRepository(SubscriptionEntity) ?? this.subscriptions)
-      .createQueryBuilder('s')
-      .where('s.workspace_id = :workspaceId', { workspaceId })
-      .andWhere('s.valid_from < :to', { to })
-      .andWhere('(s.valid_to IS NULL OR s.valid_to > :from)', { from })
-      .orderBy('s.valid_from', 'ASC')
-      .addOrderBy('s.id', 'ASC')
-      .getMany();
+  /** The workspace's rows overlapping `[from, to)`, oldest first (what billing rates; in the context's transaction, if any). */
+  overlapping(workspaceId: string, from: Date, to: Date): Promise<SubscriptionEntity[]> {
+    return this.subscriptions.overlapping(workspaceId, from, to);
   }
 
   /** Ids of the workspaces with a row overlapping `[from, to)`. */
-  async workspacesWithSubscriptions(from: Date, to: Date): Promise<string[]> {
-    const rows = await this.subscriptions
-      .createQueryBuilder('s')
-      .select('DISTINCT s.workspace_id', 'workspace_id')
-      .where('s.valid_from < :to', { to })
-      .andWhere('(s.valid_to IS NULL OR s.valid_to > :from)', { from })
-      .getRawMany<{ workspace_id: string }>();
-    return rows.map((r) => r.workspace_id);
-  }
-
-  private findCurrent(manager: EntityManager, workspaceId: string, now: Date): Promise<SubscriptionEntity | null> {
-    return manager
-      .getRepository(SubscriptionEntity)
-      .createQueryBuilder('s')
-      .where('s.workspace_id = :workspaceId', { workspaceId })
-      .andWhere('s.valid_from <= :now', { now })
-      .andWhere('(s.valid_to IS NULL OR s.valid_to > :now)', { now })
-      .orderBy('s.valid_from', 'DESC')
-      .getOne();
+  workspacesWithSubscriptions(from: Date, to: Date): Promise<string[]> {
+    return this.subscriptions.workspacesOverlapping(from, to);
   }
 
   /**
    * Runs `work` in a transaction holding the workspace's subscription lock (`now` is read once the
    * lock is held), after giving a workspace without any row its FREE row, from the workspace's
-   * creation. That row is committed on its own: a refused request still leaves it in place.
+   * creation. That row is committed on its own (these writes come from requests that carry no
+   * transaction, so each withTransaction here opens its own): a refused request still leaves it in place.
    */
-  private async locked<T>(workspace: WorkspaceEntity, work: (tx: EntityManager, now: Date) => Promise<T>): Promise<T> {
-    if (!(await this.subscriptions.existsBy({ workspaceId: workspace.id }))) {
-      await this.dataSource.transaction(async (tx) => {
-        await this.lock(tx, workspace.id);
-        const repo = tx.getRepository(SubscriptionEntity);
-        if (await repo.existsBy({ workspaceId: workspace.id })) return;
-        await repo.insert({
+  private async locked<T>(workspace: WorkspaceEntity, work: (now: Date) => Promise<T>): Promise<T> {
+    if (!(await this.subscriptions.existsFor(workspace.id))) {
+      await this.txHost.withTransaction(async () => {
+        await this.subscriptions.lockWorkspace(workspace.id);
+        if (await this.subscriptions.existsFor(workspace.id)) return;
+        await this.subscriptions.insert({
           workspaceId: workspace.id,
           level: SubscriptionLevel.Free,
           validFrom: workspace.created,
@@ -190,23 +167,10 @@ export class SubscriptionsService {
         });
       });
     }
-    return this.dataSource.transaction(async (tx) => {
-      await this.lock(tx, workspace.id);
-      return work(tx, new Date());
+    return this.txHost.withTransaction(async () => {
+      await this.subscriptions.lockWorkspace(workspace.id);
+      return work(new Date());
     });
-  }
-
-  private async lock(tx: EntityManager, workspaceId: string): Promise<void> {
-    await lockForTransaction(tx, `subscriptions:${workspaceId}`);
-  }
-
-  private async dropPending(tx: EntityManager, workspaceId: string, now: Date): Promise<void> {
-    await tx
-      .getRepository(SubscriptionEntity)
-      .createQueryBuilder()
-      .delete()
-      .where('workspace_id = :workspaceId AND valid_from > :now', { workspaceId, now })
-      .execute();
   }
 
   private refusePast(at: Date | undefined, field: string): void {

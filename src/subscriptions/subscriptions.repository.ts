@@ -1,0 +1,88 @@
+import { Injectable } from '@nestjs/common';
+import type { Repository } from 'typeorm';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForContextTransaction } from '../database/transaction-lock';
+import { SubscriptionEntity } from './subscription.entity';
+
+/**
+ * Every statement on `subscriptions` (habit 15). Statements go through the transaction the context
+ * carries (MetadataTransactions): inside its withTransaction they join it, outside they run on
+ * their own.
+ */
+@Injectable()
+export class SubscriptionsRepository {
+  constructor(private readonly txHost: MetadataTransactions) {}
+
+  private get repo(): Repository<SubscriptionEntity> {
+    return this.txHost.tx.getRepository(SubscriptionEntity);
+  }
+
+  /** Serialises the workspace's subscription writes for the rest of the context's transaction. */
+  lockWorkspace(workspaceId: string): Promise<void> {
+    return lockForContextTransaction(this.txHost, `subscriptions:${workspaceId}`);
+  }
+
+  existsFor(workspaceId: string): Promise<boolean> {
+    return this.repo.existsBy({ workspaceId });
+  }
+
+  async insert(row: Partial<SubscriptionEntity>): Promise<void> {
+    await this.repo.insert(row);
+  }
+
+  save(row: Partial<SubscriptionEntity>): Promise<SubscriptionEntity> {
+    return this.repo.save(row);
+  }
+
+  findInWorkspace(id: string, workspaceId: string): Promise<SubscriptionEntity | null> {
+    return this.repo.findOneBy({ id, workspaceId });
+  }
+
+  /** The row whose range contains `now`. */
+  findCurrent(workspaceId: string, now: Date): Promise<SubscriptionEntity | null> {
+    return this.repo
+      .createQueryBuilder('s')
+      .where('s.workspace_id = :workspaceId', { workspaceId })
+      .andWhere('s.valid_from <= :now', { now })
+      .andWhere('(s.valid_to IS NULL OR s.valid_to > :now)', { now })
+      .orderBy('s.valid_from', 'DESC')
+      .getOne();
+  }
+
+  /** Every row of the workspace, the latest first. */
+  history(workspaceId: string): Promise<SubscriptionEntity[]> {
+    return this.repo.find({ where: { workspaceId }, order: { validFrom: 'DESC', created: 'DESC' } });
+  }
+
+  /** Deletes the rows starting after `now` (pending changes). */
+  async dropPending(workspaceId: string, now: Date): Promise<void> {
+    await this.repo
+      .createQueryBuilder()
+      .delete()
+      .where('workspace_id = :workspaceId AND valid_from > :now', { workspaceId, now })
+      .execute();
+  }
+
+  /** The workspace's rows overlapping `[from, to)`, oldest first. */
+  overlapping(workspaceId: string, from: Date, to: Date): Promise<SubscriptionEntity[]> {
+    return this.repo
+      .createQueryBuilder('s')
+      .where('s.workspace_id = :workspaceId', { workspaceId })
+      .andWhere('s.valid_from < :to', { to })
+      .andWhere('(s.valid_to IS NULL OR s.valid_to > :from)', { from })
+      .orderBy('s.valid_from', 'ASC')
+      .addOrderBy('s.id', 'ASC')
+      .getMany();
+  }
+
+  /** Ids of the workspaces with a row overlapping `[from, to)`. */
+  async workspacesOverlapping(from: Date, to: Date): Promise<string[]> {
+    const rows = await this.repo
+      .createQueryBuilder('s')
+      .select('DISTINCT s.workspace_id', 'workspace_id')
+      .where('s.valid_from < :to', { to })
+      .andWhere('(s.valid_to IS NULL OR s.valid_to > :from)', { from })
+      .getRawMany<{ workspace_id: string }>();
+    return rows.map((r) => r.workspace_id);
+  }
+}
