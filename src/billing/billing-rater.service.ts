@@ -1,7 +1,4 @@
-import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { StorageUsage } from '../insights/storage-usage.service';
@@ -12,7 +9,8 @@ import { SubscriptionLevel } from '../subscriptions/subscription-level';
 import { SubscriptionsService } from '../subscriptions/subscriptions.service';
 import { rateMonthJobId } from './billing-jobs';
 import { BillingMonth, billingMonthOf, previousBillingMonth } from './billing-month';
-import { ALL_BILLING_COMPONENTS, RatedLine, rateMonth } from './rating';
+import { RatedLinesRepository } from './rated-lines.repository';
+import { RatedLine, rateMonth } from './rating';
 
 /**
  * Keeps `billing_rated_lines` equal to the rating of the sources (compute usage periods,
@@ -26,7 +24,6 @@ export class BillingRater implements OnModuleInit {
   private lastSweep?: number;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
     private readonly usage: ComputeUsagePeriods,
@@ -34,6 +31,7 @@ export class BillingRater implements OnModuleInit {
     private readonly jobs: JobDispatcher,
     private readonly reconciler: Reconciler,
     private readonly storage: StorageUsage,
+    private readonly lines: RatedLinesRepository,
   ) {}
 
   onModuleInit(): void {
@@ -58,11 +56,10 @@ export class BillingRater implements OnModuleInit {
    */
   async rate(workspaceId: string, month: BillingMonth, now?: Date): Promise<RatedLine[]> {
     return this.txHost.withTransaction(async () => {
-      const tx = this.txHost.tx;
-      await lockForTransaction(tx, `billing:${workspaceId}:${month.ym}`);
-      const periods = await this.usage.overlapping(workspaceId, month.start, month.end, tx);
+      await this.lines.lockMonth(workspaceId, month.ym);
+      const periods = await this.usage.overlapping(workspaceId, month.start, month.end);
       const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end);
-      const storage = await this.storage.ofMonth(workspaceId, month.ym, tx);
+      const storage = await this.storage.ofMonth(workspaceId, month.ym);
       const lines = rateMonth({
         month,
         now: now ?? new Date(),
@@ -73,34 +70,7 @@ export class BillingRater implements OnModuleInit {
         storagePricePerGbMonth: this.config.env.STORAGE_PRICE_PER_GB_MONTH_USD,
         includedStorageGb: (level) => this.includedStorageGb(level),
       });
-      const column = <K extends keyof RatedLine>(key: K) => lines.map((line) => line[key]);
-      await tx.query(
-        `DELETE FROM billing_rated_lines
-          WHERE workspace_id = $1 AND ym = $2 AND component = ANY($3::text[])
-            AND (component, source_id) NOT IN (SELECT c, s FROM unnest($4::text[], $5::text[]) AS l(c, s))`,
-        [workspaceId, month.ym, ALL_BILLING_COMPONENTS, column('component'), column('sourceId')],
-      );
-      if (!lines.length) return lines;
-      await tx.query(
-        `INSERT INTO billing_rated_lines (workspace_id, ym, component, source_id, quantity, unit, unit_price, amount)
-         SELECT $1, $2, l.c, l.s, l.q::numeric, l.u, l.p::numeric, l.a::numeric
-           FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS l(c, s, q, u, p, a)
-         ON CONFLICT (workspace_id, ym, component, source_id) DO UPDATE
-            SET quantity = EXCLUDED.quantity, unit = EXCLUDED.unit, unit_price = EXCLUDED.unit_price,
-                amount = EXCLUDED.amount, rated_at = now()
-          WHERE (billing_rated_lines.quantity, billing_rated_lines.unit, billing_rated_lines.unit_price, billing_rated_lines.amount)
-                IS DISTINCT FROM (EXCLUDED.quantity, EXCLUDED.unit, EXCLUDED.unit_price, EXCLUDED.amount)`,
-        [
-          workspaceId,
-          month.ym,
-          column('component'),
-          column('sourceId'),
-          column('quantity'),
-          column('unit'),
-          column('unitPrice'),
-          column('amount'),
-        ],
-      );
+      await this.lines.replaceMonth(workspaceId, month.ym, lines);
       return lines;
     });
   }
@@ -118,7 +88,7 @@ export class BillingRater implements OnModuleInit {
     const workspaceIds = new Set([
       ...(await this.usage.workspacesWithUsage(previous.start, current.end)),
       ...(await this.subscriptions.workspacesWithSubscriptions(previous.start, current.end)),
-      ...(await this.storage.workspacesWithStorage([previous.ym, current.ym], this.dataSource.manager)),
+      ...(await this.storage.workspacesWithStorage([previous.ym, current.ym])),
     ]);
     let enqueued = 0;
     for (const workspaceId of workspaceIds) {

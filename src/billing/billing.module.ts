@@ -6,11 +6,12 @@ import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { BillingRater } from './billing-rater.service';
 import { BillingController } from './billing.controller';
 import { BillingService } from './billing.service';
+import { RatedLinesRepository } from './rated-lines.repository';
 
 @Module({
   imports: [WorkspacesModule, SubscriptionsModule, MetricsModule, InsightsModule],
   controllers: [BillingController],
-  providers: [BillingRater, BillingService],
+  providers: [RatedLinesRepository, BillingRater, BillingService],
   exports: [BillingRater],
 })
 export class BillingModule {}

@@ -1,19 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { billingMonthOf, parseBillingMonth, YM_FORMAT_MESSAGE } from './billing-month';
 import { BillingRater } from './billing-rater.service';
 import type { WorkspaceMonthlyTotalsDto } from './monthly-totals.response';
+import { RatedLinesRepository } from './rated-lines.repository';
 import { ALL_BILLING_COMPONENTS } from './rating';
 
 @Injectable()
 export class BillingService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly rater: BillingRater,
+    private readonly lines: RatedLinesRepository,
   ) {}
 
   /**
@@ -30,12 +29,7 @@ export class BillingService {
     }
     // Accrued up to the moment the rating holds the month (a rating waiting for another rates after it).
     await this.rater.rate(workspace.id, month);
-    const rows = await this.dataSource.query<{ component: string; total: string }[]>(
-      `SELECT component, ROUND(SUM(amount), 2)::text AS total
-         FROM billing_rated_lines WHERE workspace_id = $1 AND ym = $2
-        GROUP BY component ORDER BY component`,
-      [workspace.id, month.ym],
-    );
+    const rows = await this.lines.totalsOfMonth(workspace.id, month.ym);
     const cents: Record<string, number> = Object.fromEntries(ALL_BILLING_COMPONENTS.map((c) => [c, 0]));
     for (const row of rows) cents[row.component] = Math.round(Number(row.total) * 100);
     // `total` is the sum of the components as shown (in cents), so the figures always add up.

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import { MetadataTransactions } from '../database/metadata-transactions';
 
 /** Storage one database held in a month: bytes × seconds summed over its samples. */
 export interface StorageHeld {
@@ -11,9 +11,11 @@ export interface StorageHeld {
 /** The read side of `database_storage_usage`, which billing rates. */
 @Injectable()
 export class StorageUsage {
-  /** Each database's storage in the workspace's month (databases deleted since included). */
-  async ofMonth(workspaceId: string, ym: string, manager: EntityManager): Promise<StorageHeld[]> {
-    const rows = await manager.query<{ database_id: string; byte_seconds: string }[]>(
+  constructor(private readonly txHost: MetadataTransactions) {}
+
+  /** Each database's storage in the workspace's month (databases deleted since included; in the context's transaction, if any). */
+  async ofMonth(workspaceId: string, ym: string): Promise<StorageHeld[]> {
+    const rows = await this.txHost.tx.query<{ database_id: string; byte_seconds: string }[]>(
       `SELECT database_id, byte_seconds::text FROM database_storage_usage
         WHERE workspace_id = $1 AND ym = $2 ORDER BY database_id`,
       [workspaceId, ym],
@@ -22,8 +24,8 @@ export class StorageUsage {
   }
 
   /** Workspaces with storage recorded in any of these months. */
-  async workspacesWithStorage(yms: string[], manager: EntityManager): Promise<string[]> {
-    const rows = await manager.query<{ workspace_id: string }[]>(
+  async workspacesWithStorage(yms: string[]): Promise<string[]> {
+    const rows = await this.txHost.tx.query<{ workspace_id: string }[]>(
       'SELECT DISTINCT workspace_id FROM database_storage_usage WHERE ym = ANY($1)',
       [yms],
     );

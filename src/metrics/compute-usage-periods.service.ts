@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
-import { ComputeUsagePeriodEntity } from '../compute/compute-usage-period.entity';
+import type { ComputeUsagePeriodEntity } from '../compute/compute-usage-period.entity';
+import { ComputeUsagePeriodsRepository } from '../compute/compute-usage-periods.repository';
 
 /**
  * Read side of the compute usage periods (written by the compute lifecycle): what metrics and
@@ -10,30 +9,15 @@ import { ComputeUsagePeriodEntity } from '../compute/compute-usage-period.entity
  */
 @Injectable()
 export class ComputeUsagePeriods {
-  constructor(
-    @InjectRepository(ComputeUsagePeriodEntity) private readonly periods: Repository<ComputeUsagePeriodEntity>,
-  ) {}
+  constructor(private readonly periods: ComputeUsagePeriodsRepository) {}
 
-  /** The workspace's periods that overlap `[from, to)`, oldest first (within the caller's transaction, if given). */
-  overlapping(workspaceId: string, from: Date, to: Date, manager?: EntityManager): Promise<ComputeUsagePeriodEntity[]> {
-    return (manager?.getRepository(ComputeUsagePeriodEntity) ?? this.periods)
-      .createQueryBuilder('p')
-      .where('p.workspace_id = :workspaceId', { workspaceId })
-      .andWhere('p.started_at < :to', { to })
-      .andWhere('(p.ended_at IS NULL OR p.ended_at > :from)', { from })
-      .orderBy('p.started_at', 'ASC')
-      .addOrderBy('p.id', 'ASC')
-      .getMany();
+  /** The workspace's periods that overlap `[from, to)`, oldest first (in the context's transaction, if any). */
+  overlapping(workspaceId: string, from: Date, to: Date): Promise<ComputeUsagePeriodEntity[]> {
+    return this.periods.overlapping(workspaceId, from, to);
   }
 
   /** Ids of the workspaces with a period overlapping `[from, to)`. */
-  async workspacesWithUsage(from: Date, to: Date): Promise<string[]> {
-    const rows = await this.periods
-      .createQueryBuilder('p')
-      .select('DISTINCT p.workspace_id', 'workspace_id')
-      .where('p.started_at < :to', { to })
-      .andWhere('(p.ended_at IS NULL OR p.ended_at > :from)', { from })
-      .getRawMany<{ workspace_id: string }>();
-    return rows.map((r) => r.workspace_id);
+  workspacesWithUsage(from: Date, to: Date): Promise<string[]> {
+    return this.periods.workspacesOverlapping(from, to);
   }
 }

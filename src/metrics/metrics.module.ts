@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { ComputeUsagePeriodEntity } from '../compute/compute-usage-period.entity';
+import { ComputeUsagePeriodsModule } from '../compute/compute-usage-periods.repository';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { ComputeUsagePeriods } from './compute-usage-periods.service';
 import { MetricsController } from './metrics.controller';
@@ -8,7 +7,7 @@ import { MetricsService } from './metrics.service';
 
 /** Compute metrics; also the read side of compute usage periods that billing rates. */
 @Module({
-  imports: [TypeOrmModule.forFeature([ComputeUsagePeriodEntity]), WorkspacesModule],
+  imports: [ComputeUsagePeriodsModule, WorkspacesModule],
   controllers: [MetricsController],
   providers: [ComputeUsagePeriods, MetricsService],
   exports: [ComputeUsagePeriods],

@@ -1,0 +1,68 @@
+import { Injectable, Module } from '@nestjs/common';
+import { IsNull, type Repository } from 'typeorm';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { ComputeUsagePeriodEntity } from './compute-usage-period.entity';
+
+/**
+ * Every statement on `compute_usage_periods` (habit 15): the compute lifecycle's writes and the
+ * reads that metrics and billing measure. Statements go through the transaction the context carries
+ * (MetadataTransactions): inside its withTransaction they join it, outside they run on their own.
+ */
+@Injectable()
+export class ComputeUsagePeriodsRepository {
+  constructor(private readonly txHost: MetadataTransactions) {}
+
+  private get repo(): Repository<ComputeUsagePeriodEntity> {
+    return this.txHost.tx.getRepository(ComputeUsagePeriodEntity);
+  }
+
+  /** The instance's open period, if any. */
+  findOpen(instanceId: string): Promise<ComputeUsagePeriodEntity | null> {
+    return this.repo.findOneBy({ instanceId, endedAt: IsNull() });
+  }
+
+  async insert(row: Partial<ComputeUsagePeriodEntity>): Promise<void> {
+    await this.repo.insert(row);
+  }
+
+  async close(id: string, at: Date): Promise<void> {
+    await this.repo.update({ id }, { endedAt: at });
+  }
+
+  /** Closes the instance's open period (if any) at `at`. */
+  async closeOpenOfInstance(instanceId: string, at: Date): Promise<void> {
+    await this.repo.update({ instanceId, endedAt: IsNull() }, { endedAt: at });
+  }
+
+  /** Closes every open period of the database's instances at `at`. */
+  async closeOpenOfDatabase(databaseId: string, at: Date): Promise<void> {
+    await this.repo.update({ databaseId, endedAt: IsNull() }, { endedAt: at });
+  }
+
+  /** The workspace's periods that overlap `[from, to)`, oldest first. */
+  overlapping(workspaceId: string, from: Date, to: Date): Promise<ComputeUsagePeriodEntity[]> {
+    return this.repo
+      .createQueryBuilder('p')
+      .where('p.workspace_id = :workspaceId', { workspaceId })
+      .andWhere('p.started_at < :to', { to })
+      .andWhere('(p.ended_at IS NULL OR p.ended_at > :from)', { from })
+      .orderBy('p.started_at', 'ASC')
+      .addOrderBy('p.id', 'ASC')
+      .getMany();
+  }
+
+  /** Ids of the workspaces with a period overlapping `[from, to)`. */
+  async workspacesOverlapping(from: Date, to: Date): Promise<string[]> {
+    const rows = await this.repo
+      .createQueryBuilder('p')
+      .select('DISTINCT p.workspace_id', 'workspace_id')
+      .where('p.started_at < :to', { to })
+      .andWhere('(p.ended_at IS NULL OR p.ended_at > :from)', { from })
+      .getRawMany<{ workspace_id: string }>();
+    return rows.map((r) => r.workspace_id);
+  }
+}
+
+/** The repository alone, for the compute lifecycle (which writes the periods) and metrics (which reads them). */
+@Module({ providers: [ComputeUsagePeriodsRepository], exports: [ComputeUsagePeriodsRepository] })
+export class ComputeUsagePeriodsModule {}
