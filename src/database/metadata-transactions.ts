@@ -27,6 +27,15 @@ export class MetadataTransactions {
   }
 
   /**
+   * The manager of the transaction the context carries, or undefined when there is none: for a hot
+   * read that runs raw on the pool outside a transaction but must join one (not wait for a second
+   * connection while the transaction holds one) inside it.
+   */
+  get carried(): EntityManager | undefined {
+    return this.context.getStore();
+  }
+
+  /**
    * The manager of the transaction the context carries, for what only holds inside one (a row or
    * advisory lock, taken by a lone statement, would be released at once): throws, naming `what`,
    * when there is none.

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { isEmail } from 'class-validator';
-import { EntityManager, In, IsNull, Repository } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
@@ -13,9 +13,10 @@ import { prefixedDatabase, prefixedDatabaseColumns } from '../databases/database
 import type { DatabaseEntity } from '../databases/database.entity';
 import { toWorkspace, type WorkspaceRow } from '../workspaces/workspace-rows';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
-import { DeveloperEntity, DeveloperKind } from './developer.entity';
+import { DeveloperKind } from './developer.entity';
+import { DevelopersRepository, type DeveloperIdentity } from './developers.repository';
 
-export type DeveloperIdentity = Pick<DeveloperEntity, 'id' | 'email' | 'kind'>;
+export type { DeveloperIdentity };
 
 export interface NewDeveloper {
   email: string;
@@ -42,20 +43,18 @@ export class DevelopersService {
   /** Verified against when no developer matches, so a wrong e-mail costs as much time as a wrong password. */
   private decoyHash?: Promise<string>;
 
-  constructor(@InjectRepository(DeveloperEntity) private readonly developers: Repository<DeveloperEntity>) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly developers: DevelopersRepository,
+  ) {}
 
   /**
-   * The developer if not deleted. On every authenticated request (the JWT strategy): one indexed
-   * statement, raw rows, no entity hydration. Inside a transaction, pass its `manager` (a second
-   * pool connection per transaction can exhaust the pool).
+   * The developer if not deleted (on every authenticated request: see DevelopersRepository.findActive);
+   * in the transaction the context carries, if any.
    */
-  async findActive(id: string, manager?: EntityManager): Promise<DeveloperIdentity | null> {
+  async findActive(id: string): Promise<DeveloperIdentity | null> {
     if (!isUuid(id)) return null;
-    const sql = 'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL';
-    const rows = manager
-      ? await manager.query<DeveloperIdentity[]>(sql, [id])
-      : await readRows<DeveloperIdentity>(this.developers.manager.connection, sql, [id]);
-    return rows[0] ?? null;
+    return this.developers.findActive(id);
   }
 
   /**
@@ -80,7 +79,7 @@ export class DevelopersService {
     const rows = await readRows<
       DeveloperIdentity & { workspace_id: string | null } & Omit<WorkspaceRow, 'id'> & Record<string, unknown>
     >(
-      this.developers.manager.connection,
+      this.dataSource,
       `SELECT d.id, d.email, d.kind,
               w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created${
                 withDatabase ? `, ${prefixedDatabaseColumns('db')}` : ''
@@ -118,7 +117,7 @@ export class DevelopersService {
     const rows = await readRows<
       DeveloperIdentity & { workspace_id: string | null; database_ids: string | null } & Omit<WorkspaceRow, 'id'>
     >(
-      this.developers.manager.connection,
+      this.dataSource,
       `SELECT d.id, d.email, d.kind,
               w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created,
               -- Aggregated from an ordered subquery (nothing else at its level), which keeps the
@@ -150,27 +149,21 @@ export class DevelopersService {
   /** Active developers by id (the order of the ids is kept). */
   async findActiveMany(ids: string[]): Promise<DeveloperIdentity[]> {
     if (!ids.length) return [];
-    const rows = await this.developers.find({
-      select: { id: true, email: true, kind: true },
-      where: { id: In(ids), deleted: IsNull() },
-    });
+    const rows = await this.developers.findActiveMany(ids);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.flatMap((id) => byId.get(id) ?? []);
   }
 
   async findActiveByEmail(email: string): Promise<DeveloperIdentity | null> {
     if (!isStorableText(email)) return null;
-    return this.developers.findOne({
-      select: { id: true, email: true, kind: true },
-      where: { email: normalizeEmail(email), deleted: IsNull() },
-    });
+    return this.developers.findActiveByEmail(normalizeEmail(email));
   }
 
   /**
-   * Creates a developer (inside the caller's transaction when `manager` is given). The password is
+   * Creates a developer (inside the transaction the context carries, if any). The password is
    * stored only as a scrypt hash.
    */
-  async create(input: NewDeveloper, manager?: EntityManager): Promise<DeveloperIdentity> {
+  async create(input: NewDeveloper): Promise<DeveloperIdentity> {
     const email = normalizeEmail(input.email);
     if (!isEmail(email) || email.length > 320) {
       throw new ApiException(ErrorCode.BadRequest, `${input.email} is not a valid e-mail address`);
@@ -189,12 +182,11 @@ export class DevelopersService {
         'An API developer has no password: it authenticates with its client',
       );
     }
-    const repo = manager ? manager.getRepository(DeveloperEntity) : this.developers;
-    if (await repo.exists({ where: { email } })) {
+    if (await this.developers.existsWithEmail(email)) {
       throw new ApiException(ErrorCode.DuplicateEntity, `A developer with e-mail ${email} already exists`);
     }
     const passwordHash = input.password !== undefined ? await hashSecret(input.password) : null;
-    const saved = await repo.save(repo.create({ email, kind: input.kind, passwordHash }));
+    const saved = await this.developers.create({ email, kind: input.kind, passwordHash });
     return { id: saved.id, email: saved.email, kind: saved.kind };
   }
 
@@ -204,10 +196,7 @@ export class DevelopersService {
    */
   async authenticate(email: string, password: string): Promise<DeveloperIdentity | null> {
     const developer = isStorableText(email)
-      ? await this.developers.findOne({
-          select: { id: true, email: true, kind: true, passwordHash: true },
-          where: { email: normalizeEmail(email), deleted: IsNull() },
-        })
+      ? await this.developers.findActiveWithPasswordHash(normalizeEmail(email))
       : null;
     const stored = developer?.passwordHash ?? (await this.decoy());
     const matches = await verifySecret(password, stored);
@@ -221,7 +210,7 @@ export class DevelopersService {
    * if the stored hash is still the one checked: a password changed meanwhile wins.
    */
   private async rehash(id: string, checked: string, password: string): Promise<void> {
-    await this.developers.update({ id, passwordHash: checked }, { passwordHash: await hashSecret(password) });
+    await this.developers.replacePasswordHash(id, checked, await hashSecret(password));
   }
 
   private decoy(): Promise<string> {

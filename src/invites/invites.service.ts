@@ -1,6 +1,6 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Brackets, DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
+import { Brackets, DataSource, SelectQueryBuilder } from 'typeorm';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { randomToken, sha256 } from '../common/crypto/tokens';
 import { SecretBox } from '../common/crypto/secret-box';
@@ -11,6 +11,7 @@ import { escapeHtml } from '../common/http/html';
 import { isUuid } from '../common/http/uuid';
 import { AppConfig } from '../config/app-config';
 import { writeRows } from '../database/hot-query';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { DeveloperKind } from '../developers/developer.entity';
 import { DeveloperIdentity, DevelopersService } from '../developers/developers.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
@@ -38,6 +39,7 @@ export class InvitesService implements OnModuleInit {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
     private readonly secrets: SecretBox,
     private readonly jobs: JobDispatcher,
@@ -166,18 +168,20 @@ export class InvitesService implements OnModuleInit {
     password: string,
   ): Promise<{ developer: DeveloperIdentity; workspace: WorkspaceResponse }> {
     let created: DeveloperIdentity | undefined;
-    return this.acceptAs(code, async (invite, tx) => {
-      created = await this.developers.create({ email: invite.email, kind: DeveloperKind.Human, password }, tx);
+    return this.acceptAs(code, async (invite) => {
+      created = await this.developers.create({ email: invite.email, kind: DeveloperKind.Human, password });
       return created;
     }).then((workspace) => ({ developer: created!, workspace }));
   }
 
   private async acceptAs(
     code: string,
-    developerFor: (invite: InviteEntity, tx: EntityManager) => Promise<Pick<AuthenticatedDeveloper, 'id' | 'email'>>,
+    developerFor: (invite: InviteEntity) => Promise<Pick<AuthenticatedDeveloper, 'id' | 'email'>>,
   ): Promise<WorkspaceResponse> {
     const { workspace } = await this.findByCode(code);
-    return this.dataSource.transaction(async (tx) => {
+    // `developerFor` runs in this transaction, which the context carries.
+    return this.txHost.withTransaction(async () => {
+      const tx = this.txHost.tx;
       const invite = await tx
         .getRepository(InviteEntity)
         .createQueryBuilder('i')
@@ -191,7 +195,7 @@ export class InvitesService implements OnModuleInit {
         );
       }
       this.assertUsable(invite);
-      const developer = await developerFor(invite, tx);
+      const developer = await developerFor(invite);
       if (invite.email !== developer.email.toLowerCase()) {
         throw new ApiException(ErrorCode.ForbiddenOperation, 'This invite was sent to another e-mail address');
       }

@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
 import { randomToken, sha256 } from '../../common/crypto/tokens';
 import { AppConfig } from '../../config/app-config';
-import { AuthorizationCodeEntity } from './authorization-code.entity';
+import { AuthorizationCodesRepository } from './authorization-codes.repository';
 
 export interface CodeGrant {
   clientId: string;
@@ -32,7 +30,7 @@ export function refreshFamilyOfCode(codeHash: string): string {
 @Injectable()
 export class AuthorizationCodesService {
   constructor(
-    @InjectRepository(AuthorizationCodeEntity) private readonly codes: Repository<AuthorizationCodeEntity>,
+    private readonly codes: AuthorizationCodesRepository,
     private readonly config: AppConfig,
   ) {}
 
@@ -50,23 +48,15 @@ export class AuthorizationCodesService {
 
   /**
    * Consumes the code atomically: whatever the outcome of the checks that follow, it cannot be
-   * redeemed again, and a concurrent second redemption sees it as reused. Inside the caller's
-   * transaction (`manager`), the row stays locked until it commits, so a concurrent second
-   * redemption waits and sees whatever the first one issued.
+   * redeemed again, and a concurrent second redemption sees it as reused. Inside the transaction
+   * the context carries, the row stays locked until it commits, so a concurrent second redemption
+   * waits and sees whatever the first one issued.
    */
-  async redeem(code: string, manager?: EntityManager): Promise<RedeemedCode> {
+  async redeem(code: string): Promise<RedeemedCode> {
     const codeHash = sha256(code);
-    const codes = manager ? manager.getRepository(AuthorizationCodeEntity) : this.codes;
-    const consumed = await codes
-      .createQueryBuilder()
-      .update()
-      .set({ consumedAt: () => 'now()' })
-      .where('code_hash = :codeHash AND consumed_at IS NULL', { codeHash })
-      .returning('client_id, developer_id, redirect_uri, code_challenge, scope, expires_at')
-      .execute();
-    const row = (consumed.raw as RawCode[])[0];
+    const row = await this.codes.consume(codeHash);
     if (!row) {
-      const exists = await codes.exists({ where: { codeHash } });
+      const exists = await this.codes.exists(codeHash);
       return exists ? { status: 'reused', familyId: refreshFamilyOfCode(codeHash) } : { status: 'unknown' };
     }
     return {
@@ -82,13 +72,4 @@ export class AuthorizationCodesService {
       },
     };
   }
-}
-
-interface RawCode {
-  client_id: string;
-  developer_id: string;
-  redirect_uri: string;
-  code_challenge: string | null;
-  scope: string;
-  expires_at: Date | string;
 }

@@ -1,13 +1,13 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, Repository } from 'typeorm';
 import { hashSecret, verifySecret } from '../../common/crypto/password-hasher';
 import { randomToken } from '../../common/crypto/tokens';
 import { ApiException } from '../../common/errors/api-exception';
 import { ErrorCode } from '../../common/errors/error-code';
+import { MetadataTransactions } from '../../database/metadata-transactions';
 import { DeveloperKind } from '../../developers/developer.entity';
 import { DevelopersService, type DeveloperIdentity } from '../../developers/developers.service';
-import { OAuthClientEntity } from './oauth-client.entity';
+import type { OAuthClientEntity } from './oauth-client.entity';
+import { OAuthClientsRepository } from './oauth-clients.repository';
 import { redirectUriMatches, redirectUriProblem } from './redirect-uri';
 
 /** The published Nile command-line client: public (PKCE), redirecting to a loopback port of its choice. */
@@ -44,27 +44,20 @@ export type ClientRecord = Pick<
 @Injectable()
 export class OAuthClientsService implements OnApplicationBootstrap {
   constructor(
-    @InjectRepository(OAuthClientEntity) private readonly clients: Repository<OAuthClientEntity>,
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly clients: OAuthClientsRepository,
+    private readonly txHost: MetadataTransactions,
     private readonly developers: DevelopersService,
   ) {}
 
   /** Registers the Nile CLI on first run; never touches it afterwards (an operator may have changed it). */
   async onApplicationBootstrap(): Promise<void> {
-    await this.dataSource.query(
-      `INSERT INTO oauth_clients (client_id, name, redirect_uris, is_public)
-       VALUES ($1, $2, $3, true) ON CONFLICT (client_id) DO NOTHING`,
-      [NILE_CLI_CLIENT.clientId, NILE_CLI_CLIENT.name, NILE_CLI_CLIENT.redirectUris],
-    );
+    await this.clients.insertPublicIfAbsent(NILE_CLI_CLIENT);
   }
 
   /** The registered client with this id; null for any other id (including ids no client could have). */
   async find(clientId: string): Promise<ClientRecord | null> {
     if (!CLIENT_ID.test(clientId)) return null;
-    return this.clients.findOne({
-      select: { clientId: true, name: true, redirectUris: true, isPublic: true, developerId: true, secretHash: true },
-      where: { clientId },
-    });
+    return this.clients.find(clientId);
   }
 
   /** The registered redirect URI `presented` is allowed by (loopback ports are free), or undefined. */
@@ -77,8 +70,11 @@ export class OAuthClientsService implements OnApplicationBootstrap {
     return verifySecret(secret, client.secretHash);
   }
 
-  /** Registers a client. A confidential client gets a generated secret, stored hashed and returned once. */
-  async create(input: NewClient, manager?: EntityManager): Promise<RegisteredClient> {
+  /**
+   * Registers a client (in the transaction the context carries, if any). A confidential client gets
+   * a generated secret, stored hashed and returned once.
+   */
+  async create(input: NewClient): Promise<RegisteredClient> {
     if (!CLIENT_ID.test(input.clientId)) {
       throw new ApiException(ErrorCode.BadRequest, 'client id must be 1 to 200 characters of A-Z a-z 0-9 . _ ~ -');
     }
@@ -87,21 +83,18 @@ export class OAuthClientsService implements OnApplicationBootstrap {
     if (input.isPublic && !input.redirectUris.length) {
       throw new ApiException(ErrorCode.BadRequest, 'A public client needs at least one redirect URI');
     }
-    const repo = manager ? manager.getRepository(OAuthClientEntity) : this.clients;
-    if (await repo.exists({ where: { clientId: input.clientId } })) {
+    if (await this.clients.exists(input.clientId)) {
       throw new ApiException(ErrorCode.DuplicateEntity, `A client with id ${input.clientId} already exists`);
     }
     const clientSecret = input.isPublic ? undefined : randomToken(32);
-    const saved = await repo.save(
-      repo.create({
-        clientId: input.clientId,
-        name: input.name ?? input.clientId,
-        redirectUris: [...new Set(input.redirectUris)],
-        isPublic: input.isPublic,
-        secretHash: clientSecret ? await hashSecret(clientSecret) : null,
-        developerId: input.developerId ?? null,
-      }),
-    );
+    const saved = await this.clients.save({
+      clientId: input.clientId,
+      name: input.name ?? input.clientId,
+      redirectUris: [...new Set(input.redirectUris)],
+      isPublic: input.isPublic,
+      secretHash: clientSecret ? await hashSecret(clientSecret) : null,
+      developerId: input.developerId ?? null,
+    });
     return {
       clientId: saved.clientId,
       name: saved.name,
@@ -116,18 +109,15 @@ export class OAuthClientsService implements OnApplicationBootstrap {
    * with `client_credentials` act as that developer.
    */
   async createApiDeveloper(email: string): Promise<DeveloperIdentity & { clientId: string; clientSecret: string }> {
-    return this.dataSource.transaction(async (manager) => {
-      const developer = await this.developers.create({ email, kind: DeveloperKind.Api }, manager);
-      const client = await this.create(
-        {
-          clientId: `api_${randomToken(12)}`,
-          name: `API developer ${developer.email}`,
-          redirectUris: [],
-          isPublic: false,
-          developerId: developer.id,
-        },
-        manager,
-      );
+    return this.txHost.withTransaction(async () => {
+      const developer = await this.developers.create({ email, kind: DeveloperKind.Api });
+      const client = await this.create({
+        clientId: `api_${randomToken(12)}`,
+        name: `API developer ${developer.email}`,
+        redirectUris: [],
+        isPublic: false,
+        developerId: developer.id,
+      });
       return { ...developer, clientId: client.clientId, clientSecret: client.clientSecret! };
     });
   }

@@ -1,16 +1,15 @@
 import { Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { AppConfig } from '../../config/app-config';
 import { DevelopersModule } from '../../developers/developers.module';
 import { AuthAttemptsGuard } from './auth-attempts.guard';
-import { AuthorizationCodeEntity } from './authorization-code.entity';
+import { AuthorizationCodesRepository } from './authorization-codes.repository';
 import { AuthorizationCodesService } from './authorization-codes.service';
 import { AuthorizationRequestsService } from './authorization-requests.service';
 import { AuthorizeController } from './authorize.controller';
-import { OAuthClientEntity } from './oauth-client.entity';
+import { OAuthClientsRepository } from './oauth-clients.repository';
 import { OAuthClientsService } from './oauth-clients.service';
-import { RefreshTokenEntity } from './refresh-token.entity';
+import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { RefreshTokensService } from './refresh-tokens.service';
 import { RedisThrottlerStorage, RedisThrottlerStorageModule } from './redis-throttler-storage';
 import { TokenEndpointService } from './token-endpoint.service';
@@ -20,7 +19,6 @@ import { WellKnownController } from './well-known.controller';
 /** The OAuth 2.0 authorization server: login page, token endpoint, clients, discovery. */
 @Module({
   imports: [
-    TypeOrmModule.forFeature([OAuthClientEntity, AuthorizationCodeEntity, RefreshTokenEntity]),
     DevelopersModule,
     ThrottlerModule.forRootAsync({
       imports: [RedisThrottlerStorageModule],
@@ -34,6 +32,9 @@ import { WellKnownController } from './well-known.controller';
   ],
   controllers: [AuthorizeController, TokenController, WellKnownController],
   providers: [
+    OAuthClientsRepository,
+    AuthorizationCodesRepository,
+    RefreshTokensRepository,
     OAuthClientsService,
     AuthorizationCodesService,
     AuthorizationRequestsService,

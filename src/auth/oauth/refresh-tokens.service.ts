@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
 import { randomToken, sha256 } from '../../common/crypto/tokens';
 import { AppConfig } from '../../config/app-config';
-import { RefreshTokenEntity } from './refresh-token.entity';
+import { MetadataTransactions } from '../../database/metadata-transactions';
+import { RefreshTokensRepository } from './refresh-tokens.repository';
 
 export interface RefreshGrant {
   familyId: string;
@@ -22,15 +21,15 @@ export type RotationResult =
 @Injectable()
 export class RefreshTokensService {
   constructor(
-    @InjectRepository(RefreshTokenEntity) private readonly tokens: Repository<RefreshTokenEntity>,
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly tokens: RefreshTokensRepository,
+    private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
   ) {}
 
-  async issue(grant: RefreshGrant, manager?: EntityManager): Promise<string> {
+  /** Stores a new token of the grant (in the transaction the context carries, if any) and returns it. */
+  async issue(grant: RefreshGrant): Promise<string> {
     const token = randomToken(32);
-    const repo = manager ? manager.getRepository(RefreshTokenEntity) : this.tokens;
-    await repo.insert({
+    await this.tokens.insert({
       tokenHash: sha256(token),
       ...grant,
       expiresAt: new Date(Date.now() + this.config.env.REFRESH_TOKEN_TTL_SECONDS * 1000),
@@ -42,7 +41,7 @@ export class RefreshTokensService {
 
   /** Exchanges a refresh token presented by `clientId` for its successor in the same family. */
   async rotate(token: string, clientId: string): Promise<RotationResult> {
-    const current = await this.tokens.findOne({ where: { tokenHash: sha256(token) } });
+    const current = await this.tokens.findByHash(sha256(token));
     if (!current) return { status: 'rejected', reason: 'Unknown refresh token' };
     if (current.clientId !== clientId)
       return { status: 'rejected', reason: 'The refresh token was issued to another client' };
@@ -57,22 +56,16 @@ export class RefreshTokensService {
       developerId: current.developerId,
       scope: current.scope,
     };
-    const successor = await this.dataSource.transaction(async (manager) => {
+    const successor = await this.txHost.withTransaction(async () => {
       // Only one of two concurrent rotations can claim the token; the other is a reuse.
-      const claimed = await manager
-        .createQueryBuilder()
-        .update(RefreshTokenEntity)
-        .set({ usedAt: () => 'now()' })
-        .where('id = :id AND used_at IS NULL AND revoked_at IS NULL', { id: current.id })
-        .execute();
-      return claimed.affected ? this.issue(grant, manager) : null;
+      return (await this.tokens.claim(current.id)) ? this.issue(grant) : null;
     });
     if (!successor) return this.reused(current.familyId);
     return { status: 'rotated', grant, refreshToken: successor };
   }
 
   async revokeFamily(familyId: string): Promise<void> {
-    await this.tokens.update({ familyId, revokedAt: IsNull() }, { revokedAt: () => 'now()' });
+    await this.tokens.revokeFamily(familyId);
   }
 
   private async reused(familyId: string): Promise<RotationResult> {

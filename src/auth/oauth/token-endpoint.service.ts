@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { ApiException } from '../../common/errors/api-exception';
+import { MetadataTransactions } from '../../database/metadata-transactions';
 import { DeveloperKind } from '../../developers/developer.entity';
 import { DevelopersService } from '../../developers/developers.service';
 import { AccessTokens } from '../access-tokens';
@@ -64,7 +63,7 @@ export class TokenEndpointService {
     private readonly refreshTokens: RefreshTokensService,
     private readonly developers: DevelopersService,
     private readonly accessTokens: AccessTokens,
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly txHost: MetadataTransactions,
   ) {}
 
   async exchange(authorization: string | undefined, form: Record<string, string>): Promise<TokenResponse> {
@@ -111,19 +110,21 @@ export class TokenEndpointService {
     // redemption waits for the code's row lock, then revokes a family that already holds the token.
     // A failed check still commits the consumption (the code is spent either way), so checks
     // return their error instead of throwing inside the transaction.
-    const outcome = await this.dataSource.transaction(async (manager): Promise<CodeExchange> => {
-      const redeemed = await this.codes.redeem(code, manager);
+    const outcome = await this.txHost.withTransaction(async (): Promise<CodeExchange> => {
+      const redeemed = await this.codes.redeem(code);
       if (redeemed.status !== 'redeemed') return { redeemed };
       const { grant } = redeemed;
       const problem = codeGrantProblem(redeemed, client, redirectUri, verifier);
       if (problem) return { error: problem };
-      if (!(await this.developers.findActive(grant.developerId, manager))) {
+      if (!(await this.developers.findActive(grant.developerId))) {
         return { error: tokenError('invalid_grant', 'The developer no longer exists') };
       }
-      const refreshToken = await this.refreshTokens.issue(
-        { familyId: redeemed.familyId, clientId: client.clientId, developerId: grant.developerId, scope: grant.scope },
-        manager,
-      );
+      const refreshToken = await this.refreshTokens.issue({
+        familyId: redeemed.familyId,
+        clientId: client.clientId,
+        developerId: grant.developerId,
+        scope: grant.scope,
+      });
       return { redeemed, refreshToken };
     });
     if ('error' in outcome) throw outcome.error;

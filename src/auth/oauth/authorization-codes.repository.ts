@@ -1,0 +1,51 @@
+import { Injectable } from '@nestjs/common';
+import type { Repository } from 'typeorm';
+import { MetadataTransactions } from '../../database/metadata-transactions';
+import { AuthorizationCodeEntity } from './authorization-code.entity';
+
+/** What consuming a code answers: its grant, as stored. */
+export interface ConsumedCode {
+  client_id: string;
+  developer_id: string;
+  redirect_uri: string;
+  code_challenge: string | null;
+  scope: string;
+  expires_at: Date | string;
+}
+
+/**
+ * Every statement on `authorization_codes` (habit 15). Statements go through the transaction the
+ * context carries (MetadataTransactions): inside its withTransaction they join it, outside they run
+ * on their own.
+ */
+@Injectable()
+export class AuthorizationCodesRepository {
+  constructor(private readonly txHost: MetadataTransactions) {}
+
+  private get repo(): Repository<AuthorizationCodeEntity> {
+    return this.txHost.tx.getRepository(AuthorizationCodeEntity);
+  }
+
+  async insert(row: Partial<AuthorizationCodeEntity>): Promise<void> {
+    await this.repo.insert(row);
+  }
+
+  /**
+   * Marks the code consumed if it was not, answering its grant; undefined when there is no such
+   * unconsumed code. Inside a transaction, the row stays locked until it ends.
+   */
+  async consume(codeHash: string): Promise<ConsumedCode | undefined> {
+    const consumed = await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ consumedAt: () => 'now()' })
+      .where('code_hash = :codeHash AND consumed_at IS NULL', { codeHash })
+      .returning('client_id, developer_id, redirect_uri, code_challenge, scope, expires_at')
+      .execute();
+    return (consumed.raw as ConsumedCode[])[0];
+  }
+
+  exists(codeHash: string): Promise<boolean> {
+    return this.repo.exists({ where: { codeHash } });
+  }
+}
