@@ -1,6 +1,4 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { Brackets, DataSource, SelectQueryBuilder } from 'typeorm';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { randomToken, sha256 } from '../common/crypto/tokens';
 import { SecretBox } from '../common/crypto/secret-box';
@@ -10,7 +8,6 @@ import { isUniqueViolation } from '../common/errors/unique-violation';
 import { escapeHtml } from '../common/http/html';
 import { isUuid } from '../common/http/uuid';
 import { AppConfig } from '../config/app-config';
-import { writeRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { DeveloperKind } from '../developers/developer.entity';
 import { DeveloperIdentity, DevelopersService } from '../developers/developers.service';
@@ -21,9 +18,9 @@ import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
 import { InviteEntity, InviteState } from './invite.entity';
 import { InviteResponse } from './invite.response';
+import { InvitesRepository, OPEN_STATES } from './invites.repository';
 import { Mailer } from './mailer.service';
 
-const OPEN_STATES = [InviteState.EmailPending, InviteState.EmailSent];
 /** Longer than the mailer's connection, greeting and socket timeouts together. */
 const EMAIL_LEASE_SECONDS = 120;
 
@@ -38,8 +35,8 @@ export class InvitesService implements OnModuleInit {
   private mailHostName?: string;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly txHost: MetadataTransactions,
+    private readonly invites: InvitesRepository,
     private readonly config: AppConfig,
     private readonly secrets: SecretBox,
     private readonly jobs: JobDispatcher,
@@ -60,39 +57,24 @@ export class InvitesService implements OnModuleInit {
   ): Promise<InviteResponse> {
     const email = input.email.trim().toLowerCase();
     const code = randomToken(24);
-    // One statement, one round trip: the member check, expiring an open invite that has run out (it
-    // no longer blocks a new one; `expired` is read before the insert, so that runs first) and the
-    // insert. A concurrent invite for the same address meets the open-invite unique index.
-    const open = OPEN_STATES.map((state) => `'${state}'`).join(', ');
-    const rows = await writeRows<{ id: string; created: Date; updated: Date; expires_at: Date }>(
-      this.dataSource,
-      `WITH member AS (SELECT ${this.workspaces.memberWithEmailCondition('$1', '$2')} AS found),
-            expired AS (
-              UPDATE invites SET state = '${InviteState.Expired}', updated = now()
-               WHERE workspace_id = $1 AND email = $2 AND state IN (${open}) AND expires_at <= now()
-                 AND NOT (SELECT found FROM member)
-              RETURNING 1)
-       INSERT INTO invites (workspace_id, sender_id, email, code_hash, code_ciphertext, state, expires_at)
-       SELECT $1::uuid, $3::uuid, $2::varchar, $4::varchar, $5::text, '${InviteState.EmailPending}'::invite_state, $6::timestamptz
-        WHERE NOT (SELECT found FROM member) AND (SELECT count(*) FROM expired) >= 0
-       RETURNING id, created, updated, expires_at`,
-      [
-        workspace.id,
+    const rows = await this.invites
+      .insertUnlessMember(this.workspaces.memberWithEmailCondition('$1', '$2'), {
+        workspaceId: workspace.id,
         email,
-        sender.id,
-        sha256(code),
-        this.secrets.seal(code),
-        new Date(Date.now() + this.config.env.INVITE_TTL_SECONDS * 1000),
-      ],
-    ).catch((err: unknown) => {
-      if (isUniqueViolation(err)) {
-        throw new ApiException(
-          ErrorCode.DuplicateEntity,
-          `An invite for ${email} to this workspace is already pending`,
-        );
-      }
-      throw err;
-    });
+        senderId: sender.id,
+        codeHash: sha256(code),
+        codeCiphertext: this.secrets.seal(code),
+        expiresAt: new Date(Date.now() + this.config.env.INVITE_TTL_SECONDS * 1000),
+      })
+      .catch((err: unknown) => {
+        if (isUniqueViolation(err)) {
+          throw new ApiException(
+            ErrorCode.DuplicateEntity,
+            `An invite for ${email} to this workspace is already pending`,
+          );
+        }
+        throw err;
+      });
     if (!rows[0]) throw new ApiException(ErrorCode.DuplicateEntity, `${email} is already a member of this workspace`);
     const invite = {
       id: rows[0].id,
@@ -114,37 +96,17 @@ export class InvitesService implements OnModuleInit {
   }
 
   async list(workspace: WorkspaceEntity, state?: InviteState): Promise<InviteResponse[]> {
-    const query = this.withRelations(this.dataSource.getRepository(InviteEntity).createQueryBuilder('i'))
-      .where('i.workspace_id = :workspaceId', { workspaceId: workspace.id })
-      .orderBy('i.created', 'ASC')
-      .addOrderBy('i.id', 'ASC');
-    if (state === InviteState.Expired) {
-      query.andWhere(
-        new Brackets((q) =>
-          q
-            .where('i.state = :expired', { expired: InviteState.Expired })
-            .orWhere('(i.state IN (:...open) AND i.expires_at <= now())', { open: OPEN_STATES }),
-        ),
-      );
-    } else if (state) {
-      query.andWhere('i.state = :state', { state });
-      if (OPEN_STATES.includes(state)) query.andWhere('i.expires_at > now()');
-    }
-    return (await query.getMany()).map((i) => this.toResponse(i));
+    return (await this.invites.list(workspace.id, state)).map((i) => this.toResponse(i));
   }
 
   async delete(workspace: WorkspaceEntity, inviteId: string): Promise<void> {
-    const result = isUuid(inviteId)
-      ? await this.dataSource.getRepository(InviteEntity).delete({ id: inviteId, workspaceId: workspace.id })
-      : { affected: 0 };
-    if (!result.affected) throw new ApiException(ErrorCode.EntityNotFound, 'Invite not found');
+    const deleted = isUuid(inviteId) ? await this.invites.delete(inviteId, workspace.id) : 0;
+    if (!deleted) throw new ApiException(ErrorCode.EntityNotFound, 'Invite not found');
   }
 
   /** Looks up an invite by its code for the join page (without consuming it). */
   async findByCode(code: string): Promise<InviteEntity> {
-    const invite = await this.withRelations(this.dataSource.getRepository(InviteEntity).createQueryBuilder('i'))
-      .where('i.code_hash = :hash', { hash: sha256(code) })
-      .getOne();
+    const invite = await this.invites.findByCodeHash(sha256(code));
     if (!invite)
       throw new ApiException(ErrorCode.EntityNotFound, 'Invite not found: the code is wrong or the invite was deleted');
     this.assertUsable(invite);
@@ -181,13 +143,7 @@ export class InvitesService implements OnModuleInit {
     const { workspace } = await this.findByCode(code);
     // `developerFor` runs in this transaction, which the context carries.
     return this.txHost.withTransaction(async () => {
-      const tx = this.txHost.tx;
-      const invite = await tx
-        .getRepository(InviteEntity)
-        .createQueryBuilder('i')
-        .setLock('pessimistic_write')
-        .where('i.code_hash = :hash', { hash: sha256(code) })
-        .getOne();
+      const invite = await this.invites.lockByCodeHash(sha256(code));
       if (!invite) {
         throw new ApiException(
           ErrorCode.EntityNotFound,
@@ -199,10 +155,8 @@ export class InvitesService implements OnModuleInit {
       if (invite.email !== developer.email.toLowerCase()) {
         throw new ApiException(ErrorCode.ForbiddenOperation, 'This invite was sent to another e-mail address');
       }
-      await this.workspaces.addMember(invite.workspaceId, developer.id, tx);
-      await tx
-        .getRepository(InviteEntity)
-        .update(invite.id, { state: InviteState.Verified, acceptedBy: developer.id, codeCiphertext: null });
+      await this.workspaces.addMember(invite.workspaceId, developer.id);
+      await this.invites.markVerified(invite.id, developer.id);
       return WorkspaceResponse.from(workspace!);
     });
   }
@@ -215,24 +169,7 @@ export class InvitesService implements OnModuleInit {
    */
   async deliverEmail(inviteId: string): Promise<'sent' | 'skipped'> {
     // The lease and what the message needs, in one statement.
-    const [invite] = await writeRows<{
-      email: string;
-      code_ciphertext: string;
-      expires_at: Date;
-      workspace_name: string;
-      sender_email: string;
-    }>(
-      this.dataSource,
-      `UPDATE invites i
-          SET email_lease_until = now() + make_interval(secs => ${EMAIL_LEASE_SECONDS}), updated = now()
-         FROM workspaces w, developers s
-        WHERE i.id = $1 AND w.id = i.workspace_id AND s.id = i.sender_id
-          AND i.state = '${InviteState.EmailPending}' AND i.email_sent_at IS NULL AND i.expires_at > now()
-          AND i.code_ciphertext IS NOT NULL
-          AND (i.email_lease_until IS NULL OR i.email_lease_until < now())
-       RETURNING i.email, i.code_ciphertext, i.expires_at, w.name AS workspace_name, s.email AS sender_email`,
-      [inviteId],
-    );
+    const invite = await this.invites.leaseEmail(inviteId, EMAIL_LEASE_SECONDS);
     if (!invite) return 'skipped';
     try {
       const code = this.secrets.open(invite.code_ciphertext);
@@ -247,25 +184,11 @@ export class InvitesService implements OnModuleInit {
         messageId: `<invite-${inviteId}@${this.mailHost}>`,
       });
       // An invite accepted while its e-mail went out keeps its state.
-      await writeRows(
-        this.dataSource,
-        `UPDATE invites
-            SET state = CASE WHEN state = '${InviteState.EmailPending}' THEN '${InviteState.EmailSent}'::invite_state ELSE state END,
-                email_sent_at = now(), email_attempts = email_attempts + 1, code_ciphertext = NULL,
-                last_error = NULL, email_lease_until = NULL, updated = now()
-          WHERE id = $1`,
-        [inviteId],
-      );
+      await this.invites.recordEmailSent(inviteId);
       return 'sent';
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      await writeRows(
-        this.dataSource,
-        `UPDATE invites
-            SET email_attempts = email_attempts + 1, last_error = $2, email_lease_until = NULL, updated = now()
-          WHERE id = $1`,
-        [inviteId, `${ErrorCode.EmailSendFailure}: ${message}`.slice(0, 1000)],
-      );
+      await this.invites.recordEmailFailure(inviteId, `${ErrorCode.EmailSendFailure}: ${message}`.slice(0, 1000));
       this.logger.warn(
         { inviteId, errorCode: ErrorCode.EmailSendFailure, err: message },
         'invite e-mail not sent; will retry',
@@ -300,15 +223,7 @@ export class InvitesService implements OnModuleInit {
 
   /** Reconciler task: every invite still owed an e-mail gets its job back (a lost or exhausted job). */
   private async redispatchOwedEmails(): Promise<void> {
-    const owed = await this.dataSource
-      .getRepository(InviteEntity)
-      .createQueryBuilder('i')
-      .select('i.id', 'id')
-      .where('i.state = :pending AND i.email_sent_at IS NULL AND i.expires_at > now()', {
-        pending: InviteState.EmailPending,
-      })
-      .getRawMany<{ id: string }>();
-    for (const { id } of owed) await this.dispatchEmail(id, true);
+    for (const id of await this.invites.owedEmailIds()) await this.dispatchEmail(id, true);
   }
 
   private assertUsable(invite: InviteEntity): void {
@@ -317,10 +232,6 @@ export class InvitesService implements OnModuleInit {
     if (invite.state === InviteState.Expired || invite.expiresAt.getTime() <= Date.now()) {
       throw new ApiException(ErrorCode.BadRequest, 'This invite has expired; ask for a new one');
     }
-  }
-
-  private withRelations(query: SelectQueryBuilder<InviteEntity>): SelectQueryBuilder<InviteEntity> {
-    return query.innerJoinAndSelect('i.workspace', 'w').innerJoinAndSelect('i.sender', 's');
   }
 
   toResponse(invite: InviteEntity): InviteResponse {

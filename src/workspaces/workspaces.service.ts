@@ -1,15 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, Repository } from 'typeorm';
 import { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { DeveloperKind } from '../developers/developer.entity';
-import { readRows } from '../database/hot-query';
 import { slugify } from './slug';
-import { toWorkspace, type WorkspaceRow } from './workspace-rows';
-import { WorkspaceMemberEntity } from './workspace-member.entity';
-import { WorkspaceEntity } from './workspace.entity';
+import type { WorkspaceEntity } from './workspace.entity';
+import { WorkspacesRepository } from './workspaces.repository';
 
 /** Outside what slugify makes ([a-z0-9_-]) and what the membership guard looks up. */
 const HOLDING_SLUG = '~unclaimed';
@@ -17,8 +14,8 @@ const HOLDING_SLUG = '~unclaimed';
 @Injectable()
 export class WorkspacesService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(WorkspaceEntity) private readonly workspaces: Repository<WorkspaceEntity>,
+    private readonly txHost: MetadataTransactions,
+    private readonly workspaces: WorkspacesRepository,
   ) {}
 
   /** Creates a workspace and makes the creator its first member, in one transaction. */
@@ -30,11 +27,9 @@ export class WorkspacesService {
     const slug = slugify(trimmed);
     if (!slug) throw new ApiException(ErrorCode.BadRequest, 'name must contain at least one ASCII letter or digit');
     // A taken slug fails the unique constraint, which the error filter answers with 409 naming it.
-    return this.dataSource.transaction(async (tx) => {
-      const workspace = await tx
-        .getRepository(WorkspaceEntity)
-        .save(tx.getRepository(WorkspaceEntity).create({ name: trimmed, slug }));
-      await tx.getRepository(WorkspaceMemberEntity).insert({ workspaceId: workspace.id, developerId: creator.id });
+    return this.txHost.withTransaction(async () => {
+      const workspace = await this.workspaces.save({ name: trimmed, slug });
+      await this.workspaces.addMember(workspace.id, creator.id);
       return workspace;
     });
   }
@@ -43,43 +38,25 @@ export class WorkspacesService {
    * The workspace that holds instant databases until they are claimed. It has no members, and its
    * slug has a character no workspace slug can have, so no path reaches it. Made on first use.
    */
-  async holdingWorkspace(): Promise<WorkspaceEntity> {
-    await this.workspaces
-      .createQueryBuilder()
-      .insert()
-      .values({ name: 'Unclaimed instant databases', slug: HOLDING_SLUG })
-      .orIgnore()
-      .execute();
-    return this.workspaces.findOneByOrFail({ slug: HOLDING_SLUG });
+  holdingWorkspace(): Promise<WorkspaceEntity> {
+    return this.workspaces.findOrCreateBySlug(HOLDING_SLUG, 'Unclaimed instant databases');
   }
 
   /** Workspaces the developer belongs to, oldest first. */
   listForMember(developerId: string): Promise<WorkspaceEntity[]> {
-    return this.workspaces
-      .createQueryBuilder('w')
-      .innerJoin(WorkspaceMemberEntity, 'm', 'm.workspace_id = w.id AND m.developer_id = :developerId', { developerId })
-      .orderBy('w.created', 'ASC')
-      .addOrderBy('w.id', 'ASC')
-      .getMany();
+    return this.workspaces.listForMember(developerId);
   }
 
   /**
    * The workspace with that slug if the developer is a member of it; null otherwise (also when it
    * does not exist). On every workspace-scoped request: one indexed statement, raw rows.
    */
-  async findForMember(slug: string, developerId: string): Promise<WorkspaceEntity | null> {
-    const rows = await readRows<WorkspaceRow>(
-      this.dataSource,
-      `SELECT w.id, w.name, w.slug, w.billing_customer_id, w.created
-         FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id AND m.developer_id = $1
-        WHERE w.slug = $2`,
-      [developerId, slug.toLowerCase()],
-    );
-    return rows[0] ? toWorkspace(rows[0]) : null;
+  findForMember(slug: string, developerId: string): Promise<WorkspaceEntity | null> {
+    return this.workspaces.findForMember(slug.toLowerCase(), developerId);
   }
 
   isMember(workspaceId: string, developerId: string): Promise<boolean> {
-    return this.dataSource.getRepository(WorkspaceMemberEntity).existsBy({ workspaceId, developerId });
+    return this.workspaces.isMember(workspaceId, developerId);
   }
 
   /**
@@ -88,31 +65,17 @@ export class WorkspacesService {
    * another module that must check it in the same round trip (the invite create).
    */
   memberWithEmailCondition(workspaceIdParam: string, emailParam: string): string {
-    return `EXISTS (SELECT 1 FROM workspace_members m JOIN developers d ON d.id = m.developer_id
-                     WHERE m.workspace_id = ${workspaceIdParam} AND d.email = ${emailParam} AND d.deleted IS NULL)`;
+    return this.workspaces.memberWithEmailCondition(workspaceIdParam, emailParam);
   }
 
   /** Ids of the workspace's members, in the order they joined. */
-  async memberIds(workspaceId: string): Promise<string[]> {
-    const rows = await this.dataSource
-      .getRepository(WorkspaceMemberEntity)
-      .find({ select: { developerId: true }, where: { workspaceId }, order: { created: 'ASC', developerId: 'ASC' } });
-    return rows.map((r) => r.developerId);
+  memberIds(workspaceId: string): Promise<string[]> {
+    return this.workspaces.memberIds(workspaceId);
   }
 
-  /** Adds a member (a no-op when already a member), inside the caller's transaction when given. */
-  async addMember(
-    workspaceId: string,
-    developerId: string,
-    manager: EntityManager = this.dataSource.manager,
-  ): Promise<void> {
-    await manager
-      .createQueryBuilder()
-      .insert()
-      .into(WorkspaceMemberEntity)
-      .values({ workspaceId, developerId })
-      .orIgnore()
-      .execute();
+  /** Adds a member (a no-op when already a member), in the transaction the context carries, if any. */
+  addMember(workspaceId: string, developerId: string): Promise<void> {
+    return this.workspaces.addMember(workspaceId, developerId);
   }
 
   /**
@@ -120,30 +83,17 @@ export class WorkspacesService {
    * The workspace row is locked so two concurrent removals cannot leave it without members.
    */
   async removeMember(workspace: WorkspaceEntity, developerId: string): Promise<void> {
-    await this.dataSource.transaction(async (tx) => {
-      await tx
-        .getRepository(WorkspaceEntity)
-        .createQueryBuilder('w')
-        .setLock('pessimistic_write')
-        .where({ id: workspace.id })
-        .getOne();
-      const members = tx.getRepository(WorkspaceMemberEntity);
-      if (!(await members.existsBy({ workspaceId: workspace.id, developerId }))) {
+    await this.txHost.withTransaction(async () => {
+      await this.workspaces.lock(workspace.id);
+      if (!(await this.workspaces.isMember(workspace.id, developerId))) {
         throw new ApiException(ErrorCode.EntityNotFound, 'No such developer in this workspace');
       }
-      const others = await members
-        .createQueryBuilder('m')
-        .innerJoin('m.developer', 'd')
-        .where('m.workspace_id = :workspaceId AND m.developer_id <> :developerId AND d.deleted IS NULL', {
-          workspaceId: workspace.id,
-          developerId,
-        })
-        .getCount();
+      const others = await this.workspaces.countOtherActiveMembers(workspace.id, developerId);
       // Deleted developers do not count: they can no longer use the workspace.
       if (others === 0) {
         throw new ApiException(ErrorCode.ForbiddenOperation, 'The last member of a workspace cannot be removed');
       }
-      await members.delete({ workspaceId: workspace.id, developerId });
+      await this.workspaces.removeMember(workspace.id, developerId);
     });
   }
 
@@ -155,19 +105,9 @@ export class WorkspacesService {
     const result = new Map<string, WorkspaceEntity[]>(developerIds.map((id) => [id, []]));
     if (!developerIds.length) return result;
     // On every /developers/me: one indexed statement, raw rows.
-    const rows = await readRows<WorkspaceRow & { member_id: string }>(
-      this.dataSource,
-      `SELECT m.developer_id AS member_id, w.id, w.name, w.slug, w.billing_customer_id, w.created
-         FROM workspace_members m JOIN workspaces w ON w.id = m.workspace_id
-        WHERE m.developer_id = ANY($1::uuid[])${
-          sharedWith
-            ? ' AND EXISTS (SELECT 1 FROM workspace_members s WHERE s.workspace_id = w.id AND s.developer_id = $2)'
-            : ''
-        }
-        ORDER BY w.created ASC, w.id ASC`,
-      sharedWith ? [developerIds, sharedWith] : [developerIds],
-    );
-    for (const row of rows) result.get(row.member_id)?.push(toWorkspace(row));
+    for (const { memberId, workspace } of await this.workspaces.workspacesOf(developerIds, sharedWith)) {
+      result.get(memberId)?.push(workspace);
+    }
     return result;
   }
 }

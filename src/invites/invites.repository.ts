@@ -1,0 +1,178 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { Brackets, DataSource, type Repository, type SelectQueryBuilder } from 'typeorm';
+import { writeRows } from '../database/hot-query';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { InviteEntity, InviteState } from './invite.entity';
+
+/** The states of an invite not yet used (they read EXPIRED once `expiresAt` has passed). */
+export const OPEN_STATES = [InviteState.EmailPending, InviteState.EmailSent];
+
+/** What the invite e-mail needs, read with its lease. */
+export interface LeasedInvite {
+  email: string;
+  code_ciphertext: string;
+  expires_at: Date;
+  workspace_name: string;
+  sender_email: string;
+}
+
+/**
+ * Every statement on `invites` (habit 15). Statements go through the transaction the context
+ * carries (MetadataTransactions): inside its withTransaction they join it, outside they run on their
+ * own; the hot single-statement writes run on the pool itself (writeRows), outside any transaction.
+ */
+@Injectable()
+export class InvitesRepository {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly txHost: MetadataTransactions,
+  ) {}
+
+  private get repo(): Repository<InviteEntity> {
+    return this.txHost.tx.getRepository(InviteEntity);
+  }
+
+  /**
+   * Inserts an EMAIL_PENDING invite unless `memberCondition` (SQL over $1, the workspace id, and $2,
+   * the e-mail) holds; answers the new row's columns, or nothing when it held. One statement, one
+   * round trip: the member check, expiring an open invite that has run out (it no longer blocks a
+   * new one; `expired` is read before the insert, so that runs first) and the insert. A concurrent
+   * invite for the same address meets the open-invite unique index (the error is the caller's).
+   */
+  insertUnlessMember(
+    memberCondition: string,
+    invite: {
+      workspaceId: string;
+      email: string;
+      senderId: string;
+      codeHash: string;
+      codeCiphertext: string;
+      expiresAt: Date;
+    },
+  ): Promise<{ id: string; created: Date; updated: Date; expires_at: Date }[]> {
+    const open = OPEN_STATES.map((state) => `'${state}'`).join(', ');
+    return writeRows<{ id: string; created: Date; updated: Date; expires_at: Date }>(
+      this.dataSource,
+      `WITH member AS (SELECT ${memberCondition} AS found),
+            expired AS (
+              UPDATE invites SET state = '${InviteState.Expired}', updated = now()
+               WHERE workspace_id = $1 AND email = $2 AND state IN (${open}) AND expires_at <= now()
+                 AND NOT (SELECT found FROM member)
+              RETURNING 1)
+       INSERT INTO invites (workspace_id, sender_id, email, code_hash, code_ciphertext, state, expires_at)
+       SELECT $1::uuid, $3::uuid, $2::varchar, $4::varchar, $5::text, '${InviteState.EmailPending}'::invite_state, $6::timestamptz
+        WHERE NOT (SELECT found FROM member) AND (SELECT count(*) FROM expired) >= 0
+       RETURNING id, created, updated, expires_at`,
+      [invite.workspaceId, invite.email, invite.senderId, invite.codeHash, invite.codeCiphertext, invite.expiresAt],
+    );
+  }
+
+  /** The workspace's invites (with workspace and sender), oldest first; with `state`, only those that read so. */
+  list(workspaceId: string, state?: InviteState): Promise<InviteEntity[]> {
+    const query = this.withRelations(this.repo.createQueryBuilder('i'))
+      .where('i.workspace_id = :workspaceId', { workspaceId })
+      .orderBy('i.created', 'ASC')
+      .addOrderBy('i.id', 'ASC');
+    if (state === InviteState.Expired) {
+      query.andWhere(
+        new Brackets((q) =>
+          q
+            .where('i.state = :expired', { expired: InviteState.Expired })
+            .orWhere('(i.state IN (:...open) AND i.expires_at <= now())', { open: OPEN_STATES }),
+        ),
+      );
+    } else if (state) {
+      query.andWhere('i.state = :state', { state });
+      if (OPEN_STATES.includes(state)) query.andWhere('i.expires_at > now()');
+    }
+    return query.getMany();
+  }
+
+  /** Deletes the workspace's invite; how many rows went. */
+  async delete(id: string, workspaceId: string): Promise<number> {
+    return (await this.repo.delete({ id, workspaceId })).affected ?? 0;
+  }
+
+  /** The invite with this code hash, with workspace and sender. */
+  findByCodeHash(codeHash: string): Promise<InviteEntity | null> {
+    return this.withRelations(this.repo.createQueryBuilder('i'))
+      .where('i.code_hash = :hash', { hash: codeHash })
+      .getOne();
+  }
+
+  /** The invite with this code hash, locked (FOR UPDATE) for the rest of the context's transaction. */
+  lockByCodeHash(codeHash: string): Promise<InviteEntity | null> {
+    return this.txHost
+      .required('an invite row lock')
+      .getRepository(InviteEntity)
+      .createQueryBuilder('i')
+      .setLock('pessimistic_write')
+      .where('i.code_hash = :hash', { hash: codeHash })
+      .getOne();
+  }
+
+  async markVerified(id: string, acceptedBy: string): Promise<void> {
+    await this.repo.update(id, { state: InviteState.Verified, acceptedBy, codeCiphertext: null });
+  }
+
+  /**
+   * Takes the e-mail lease for `leaseSeconds` when the invite is still owed its e-mail and no lease
+   * runs, answering what the message needs; nothing otherwise. One statement on the pool.
+   */
+  async leaseEmail(inviteId: string, leaseSeconds: number): Promise<LeasedInvite | undefined> {
+    const [invite] = await writeRows<LeasedInvite>(
+      this.dataSource,
+      `UPDATE invites i
+          SET email_lease_until = now() + make_interval(secs => ${leaseSeconds}), updated = now()
+         FROM workspaces w, developers s
+        WHERE i.id = $1 AND w.id = i.workspace_id AND s.id = i.sender_id
+          AND i.state = '${InviteState.EmailPending}' AND i.email_sent_at IS NULL AND i.expires_at > now()
+          AND i.code_ciphertext IS NOT NULL
+          AND (i.email_lease_until IS NULL OR i.email_lease_until < now())
+       RETURNING i.email, i.code_ciphertext, i.expires_at, w.name AS workspace_name, s.email AS sender_email`,
+      [inviteId],
+    );
+    return invite;
+  }
+
+  /** Records the e-mail sent (and releases the lease). An invite accepted meanwhile keeps its state. */
+  async recordEmailSent(inviteId: string): Promise<void> {
+    await writeRows(
+      this.dataSource,
+      `UPDATE invites
+          SET state = CASE WHEN state = '${InviteState.EmailPending}' THEN '${InviteState.EmailSent}'::invite_state ELSE state END,
+              email_sent_at = now(), email_attempts = email_attempts + 1, code_ciphertext = NULL,
+              last_error = NULL, email_lease_until = NULL, updated = now()
+        WHERE id = $1`,
+      [inviteId],
+    );
+  }
+
+  /** Records a failed send (and releases the lease). */
+  async recordEmailFailure(inviteId: string, lastError: string): Promise<void> {
+    await writeRows(
+      this.dataSource,
+      `UPDATE invites
+          SET email_attempts = email_attempts + 1, last_error = $2, email_lease_until = NULL, updated = now()
+        WHERE id = $1`,
+      [inviteId, lastError],
+    );
+  }
+
+  /** Ids of the invites still owed an e-mail. */
+  async owedEmailIds(): Promise<string[]> {
+    const rows = await this.repo
+      .createQueryBuilder('i')
+      .select('i.id', 'id')
+      .where('i.state = :pending AND i.email_sent_at IS NULL AND i.expires_at > now()', {
+        pending: InviteState.EmailPending,
+      })
+      .getRawMany<{ id: string }>();
+    return rows.map((r) => r.id);
+  }
+
+  private withRelations(query: SelectQueryBuilder<InviteEntity>): SelectQueryBuilder<InviteEntity> {
+    return query.innerJoinAndSelect('i.workspace', 'w').innerJoinAndSelect('i.sender', 's');
+  }
+}
