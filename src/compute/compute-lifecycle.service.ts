@@ -1,7 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { MetadataTransactions } from '../database/metadata-transactions';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, IsNull, Repository } from 'typeorm';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { serverOf } from '../databases/database-lifecycle.service';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
@@ -10,9 +8,10 @@ import { DatabasesService } from '../databases/databases.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
+import { ComputeInstancesRepository } from './compute-instances.repository';
 import { computeJobFor } from './compute-jobs';
-import { ComputeTypeEntity } from './compute-type.entity';
-import { ComputeUsagePeriodEntity } from './compute-usage-period.entity';
+import type { ComputeTypeEntity } from './compute-type.entity';
+import { ComputeUsagePeriodsRepository } from './compute-usage-periods.repository';
 import { connectionLimitFor } from './connection-envelope';
 import { messageOf } from '../common/errors/message-of';
 
@@ -42,7 +41,6 @@ interface Locked {
   instance: ComputeInstanceEntity;
   /** Null only if the database row vanished (it never does: finalized rows stay as tombstones). */
   database: DatabaseEntity | null;
-  manager: EntityManager;
 }
 
 /**
@@ -65,9 +63,9 @@ export class ComputeLifecycle implements OnModuleInit {
   private readonly logger = new Logger(ComputeLifecycle.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly txHost: MetadataTransactions,
-    @InjectRepository(ComputeInstanceEntity) private readonly instances: Repository<ComputeInstanceEntity>,
+    private readonly instances: ComputeInstancesRepository,
+    private readonly periods: ComputeUsagePeriodsRepository,
     private readonly databases: DatabasesService,
     private readonly dataPlane: DataPlane,
     private readonly jobs: JobDispatcher,
@@ -79,7 +77,7 @@ export class ComputeLifecycle implements OnModuleInit {
     this.reconciler.register('compute', () => this.sweep());
     // A deleted database keeps its instances (and their cost) until its deletion is finalized.
     // The finalization's transaction is the one the context carries.
-    this.finalizers.register('compute', (database) => this.finalizeForDatabase(database, this.txHost.tx));
+    this.finalizers.register('compute', (database) => this.finalizeForDatabase(database));
   }
 
   /** Enqueues the job that brings the instance to the state its row asks for (after commit). */
@@ -134,26 +132,26 @@ export class ComputeLifecycle implements OnModuleInit {
           { instanceId, databaseId: plan.database.id, region: plan.database.region, err: messageOf(err) },
           'could not apply the compute envelope; will retry',
         );
-        await this.locked(instanceId, async ({ instance, manager }) => {
+        await this.locked(instanceId, async ({ instance }) => {
           if (!this.unchanged(instance, plan.instance)) return;
           const failed = plan.kind === 'ready' ? { status: ComputeInstanceStatus.Failed } : {};
-          await manager.update(ComputeInstanceEntity, { id: instance.id }, { ...failed, lastError: error.message });
+          await this.instances.update(instance.id, { ...failed, lastError: error.message });
         });
         return { ok: false, error };
       }
-      const recorded = await this.locked(instanceId, async ({ instance, database, manager }) => {
+      const recorded = await this.locked(instanceId, async ({ instance, database }) => {
         if (!this.unchanged(instance, plan.instance) || !database) return false;
         if (plan.kind === 'terminate') {
-          await this.terminate(manager, instance);
+          await this.terminate(instance);
           this.logger.log({ instanceId: instance.id, databaseId: database.id }, 'compute instance terminated');
           return true;
         }
-        await manager.update(
-          ComputeInstanceEntity,
-          { id: instance.id },
-          { instanceTypeId: plan.type.id, status: ComputeInstanceStatus.Ready, lastError: null },
-        );
-        await this.recordUsage(manager, instance, database, plan.type);
+        await this.instances.update(instance.id, {
+          instanceTypeId: plan.type.id,
+          status: ComputeInstanceStatus.Ready,
+          lastError: null,
+        });
+        await this.recordUsage(instance, database, plan.type);
         this.logger.log(
           { instanceId: instance.id, databaseId: database.id, type: plan.type.id },
           'compute instance ready',
@@ -179,39 +177,24 @@ export class ComputeLifecycle implements OnModuleInit {
 
   /**
    * Runs inside a database's finalization (its physical database is gone already): every instance
-   * of it is terminated and its usage period closed. Idempotent.
+   * of it is terminated and its usage period closed, in the transaction the context carries. Idempotent.
    */
-  async finalizeForDatabase(database: DatabaseEntity, manager: EntityManager): Promise<void> {
+  async finalizeForDatabase(database: DatabaseEntity): Promise<void> {
     const now = new Date();
-    await manager.update(ComputeUsagePeriodEntity, { databaseId: database.id, endedAt: IsNull() }, { endedAt: now });
-    await manager.query(
-      `UPDATE compute_instances
-          SET status = $2, terminated = $3, deleted = COALESCE(deleted, $3), last_error = NULL, updated = now()
-        WHERE database_id = $1 AND terminated IS NULL`,
-      [database.id, ComputeInstanceStatus.Terminated, now],
-    );
+    await this.periods.closeOpenOfDatabase(database.id, now);
+    await this.instances.terminateAllOf(database.id, now);
   }
 
   /** One reconcile pass: re-enqueues the job of every instance not in its desired state (lost or out of attempts). */
   async sweep(): Promise<void> {
-    const unsettled = await this.instances
-      .createQueryBuilder('i')
-      .select(['i.id', 'i.deleted', 'i.instanceTypeId', 'i.desiredInstanceTypeId'])
-      .where('i.terminated IS NULL')
-      .andWhere(
-        '(i.deleted IS NOT NULL OR i.status <> :ready OR i.instance_type_id IS DISTINCT FROM i.desired_instance_type_id)',
-        { ready: ComputeInstanceStatus.Ready },
-      )
-      .orderBy('i.updated', 'ASC')
-      .limit(SWEEP_BATCH)
-      .getMany();
+    const unsettled = await this.instances.unsettled(SWEEP_BATCH);
     for (const instance of unsettled) await this.dispatch(instance, true);
   }
 
-  private async begin({ instance, database, manager }: Locked): Promise<Outcome | undefined> {
+  private async begin({ instance, database }: Locked): Promise<Outcome | undefined> {
     if (instance.terminated) return undefined;
     if (!database || database.finalized) {
-      await this.terminate(manager, instance);
+      await this.terminate(instance);
       return undefined;
     }
     if (instance.deleted) return OK;
@@ -220,13 +203,13 @@ export class ComputeLifecycle implements OnModuleInit {
       // Never claim what the data plane does not have: the instance waits where it is.
       const message = `waiting for database ${database.name} to be READY (it is ${database.status})`;
       if (instance.lastError !== message) {
-        await manager.update(ComputeInstanceEntity, { id: instance.id }, { lastError: message });
+        await this.instances.update(instance.id, { lastError: message });
       }
       this.logger.warn({ instanceId: instance.id, databaseId: database.id }, message);
       return { ok: false, error: new DatabaseNotReady(message) };
     }
     const status = instance.instanceTypeId ? ComputeInstanceStatus.Resizing : ComputeInstanceStatus.Provisioning;
-    if (instance.status !== status) await manager.update(ComputeInstanceEntity, { id: instance.id }, { status });
+    if (instance.status !== status) await this.instances.update(instance.id, { status });
     return OK;
   }
 
@@ -234,32 +217,32 @@ export class ComputeLifecycle implements OnModuleInit {
    * What the instance needs on the data plane, decided with the rows locked: nothing (done), the
    * envelope without it then termination, or the envelope with its desired size then READY.
    */
-  private async plan({ instance, database, manager }: Locked): Promise<Plan> {
+  private async plan({ instance, database }: Locked): Promise<Plan> {
     if (instance.terminated) return { kind: 'done' };
     if (!database || database.finalized) {
-      await this.terminate(manager, instance);
+      await this.terminate(instance);
       return { kind: 'done' };
     }
     if (instance.deleted) {
       // An instance only ever counted on a READY database; otherwise there is nothing to take back.
       if (database.status !== DatabaseStatus.Ready) {
-        await this.terminate(manager, instance);
+        await this.terminate(instance);
         this.logger.log({ instanceId: instance.id, databaseId: database.id }, 'compute instance terminated');
         return { kind: 'done' };
       }
-      return { kind: 'terminate', instance, database, limit: await this.envelope(manager, database, instance, null) };
+      return { kind: 'terminate', instance, database, limit: await this.envelope(database, instance, null) };
     }
     if (this.settled(instance)) return { kind: 'done' };
     if (database.status !== DatabaseStatus.Ready) {
       return { kind: 'failed', error: new DatabaseNotReady(`database ${database.name} is not READY`) };
     }
-    const type = await manager.findOneByOrFail(ComputeTypeEntity, { id: instance.desiredInstanceTypeId });
+    const type = await this.instances.typeById(instance.desiredInstanceTypeId);
     return {
       kind: 'ready',
       instance,
       database,
       type,
-      limit: await this.envelope(manager, database, instance, type.connectionLimit),
+      limit: await this.envelope(database, instance, type.connectionLimit),
     };
   }
 
@@ -274,33 +257,26 @@ export class ComputeLifecycle implements OnModuleInit {
    * this instance at `ownLimit` (null: without it).
    */
   private async envelope(
-    manager: EntityManager,
     database: DatabaseEntity,
     instance: ComputeInstanceEntity,
     ownLimit: number | null,
   ): Promise<number> {
-    const others = await manager.query<{ connection_limit: number }[]>(
-      `SELECT t.connection_limit FROM compute_instances i JOIN compute_types t ON t.id = i.instance_type_id
-        WHERE i.database_id = $1 AND i.id <> $2 AND i.deleted IS NULL AND i.terminated IS NULL`,
-      [database.id, instance.id],
-    );
-    const limits = others.map((r) => Number(r.connection_limit));
+    const limits = await this.instances.liveLimitsOfOthers(database.id, instance.id);
     if (ownLimit !== null) limits.push(ownLimit);
     return connectionLimitFor(limits);
   }
 
   /** Opens the usage period at the instance's new size, closing the one at its old size (same instant). */
   private async recordUsage(
-    manager: EntityManager,
     instance: ComputeInstanceEntity,
     database: DatabaseEntity,
     type: ComputeTypeEntity,
   ): Promise<void> {
     const now = new Date();
-    const open = await manager.findOneBy(ComputeUsagePeriodEntity, { instanceId: instance.id, endedAt: IsNull() });
+    const open = await this.periods.findOpen(instance.id);
     if (open?.instanceTypeId === type.id) return;
-    if (open) await manager.update(ComputeUsagePeriodEntity, { id: open.id }, { endedAt: now });
-    await manager.insert(ComputeUsagePeriodEntity, {
+    if (open) await this.periods.close(open.id, now);
+    await this.periods.insert({
       instanceId: instance.id,
       databaseId: database.id,
       workspaceId: database.workspaceId,
@@ -313,31 +289,21 @@ export class ComputeLifecycle implements OnModuleInit {
     });
   }
 
-  private async terminate(manager: EntityManager, instance: ComputeInstanceEntity): Promise<void> {
+  private async terminate(instance: ComputeInstanceEntity): Promise<void> {
     const now = new Date();
-    await manager.update(
-      ComputeInstanceEntity,
-      { id: instance.id, terminated: IsNull() },
-      { status: ComputeInstanceStatus.Terminated, terminated: now, deleted: instance.deleted ?? now, lastError: null },
-    );
-    await manager.update(ComputeUsagePeriodEntity, { instanceId: instance.id, endedAt: IsNull() }, { endedAt: now });
+    await this.instances.terminate(instance, now);
+    await this.periods.closeOpenOfInstance(instance.id, now);
   }
 
   /** Runs `work` with the instance's database row, then the instance row, locked (FOR UPDATE). */
   private async locked<T>(instanceId: string, work: (locked: Locked) => Promise<T>): Promise<T | undefined> {
-    const found = await this.instances.findOne({ select: { id: true, databaseId: true }, where: { id: instanceId } });
+    const found = await this.instances.findDatabaseOf(instanceId);
     if (!found) return undefined;
     // In the context's transaction: DatabasesService.lock takes the database row lock in it.
     return this.txHost.withTransaction(async () => {
-      const manager = this.txHost.tx;
       const database = await this.databases.lock(found.databaseId, 'pessimistic_write');
-      const instance = await manager
-        .getRepository(ComputeInstanceEntity)
-        .createQueryBuilder('i')
-        .setLock('pessimistic_write')
-        .where('i.id = :id', { id: instanceId })
-        .getOne();
-      return instance ? work({ instance, database, manager }) : undefined;
+      const instance = await this.instances.lock(instanceId);
+      return instance ? work({ instance, database }) : undefined;
     });
   }
 }

@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { MetadataTransactions } from '../database/metadata-transactions';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { isUuid } from '../common/http/uuid';
@@ -13,9 +11,10 @@ import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
 import { ComputeInstanceTypeResponse, DedicatedComputeInstanceResponse } from './compute-instance.response';
+import { ComputeInstancesRepository } from './compute-instances.repository';
 import { ComputeLifecycle } from './compute-lifecycle.service';
 import { allowedComputeSizes, findComputeType } from './compute-type-lookup';
-import { ComputeTypeEntity } from './compute-type.entity';
+import type { ComputeTypeEntity } from './compute-type.entity';
 import type { CreateComputeInstanceDto } from './dto/create-compute-instance.dto';
 import type { ListComputeInstancesQueryDto } from './dto/list-compute-instances-query.dto';
 import type { UpdateComputeInstanceDto } from './dto/update-compute-instance.dto';
@@ -48,10 +47,8 @@ function parseInstant(name: string, value: string | undefined): Date | undefined
 @Injectable()
 export class ComputeService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly txHost: MetadataTransactions,
-    @InjectRepository(ComputeInstanceEntity) private readonly instances: Repository<ComputeInstanceEntity>,
-    @InjectRepository(ComputeTypeEntity) private readonly types: Repository<ComputeTypeEntity>,
+    private readonly instances: ComputeInstancesRepository,
     private readonly databases: DatabasesService,
     private readonly lifecycle: ComputeLifecycle,
     private readonly plans: PlanLimits,
@@ -73,23 +70,19 @@ export class ComputeService {
     const type = this.resolveType(types, dto.instanceSize);
     await this.plans.assertDedicatedCompute(workspace.id);
     const instance = await this.txHost.withTransaction(async () => {
-      const manager = this.txHost.tx;
       // Shares the lock a finalization takes: no instance is added to a database being finalized.
       const locked = await this.databases.lock(database.id, 'pessimistic_read');
       if (!locked || locked.finalized) throw this.databaseGone(workspace, databaseName);
-      const repo = manager.getRepository(ComputeInstanceEntity);
-      return repo.save(
-        repo.create({
-          databaseId: database.id,
-          name: dto.instanceName,
-          instanceTypeId: null,
-          desiredInstanceTypeId: type.id,
-          status: ComputeInstanceStatus.Pending,
-          lastError: null,
-          deleted: null,
-          terminated: null,
-        }),
-      );
+      return this.instances.save({
+        databaseId: database.id,
+        name: dto.instanceName,
+        instanceTypeId: null,
+        desiredInstanceTypeId: type.id,
+        status: ComputeInstanceStatus.Pending,
+        lastError: null,
+        deleted: null,
+        terminated: null,
+      });
     });
     await this.lifecycle.dispatch(instance);
     return this.describe(instance, types, database, await this.databases.describe(database, workspace), workspace);
@@ -111,13 +104,7 @@ export class ComputeService {
       throw new ApiException(ErrorCode.BadRequest, 'start must not be after end');
     }
     const database = await this.databases.findOperable(workspace, databaseName);
-    const query = this.instances.createQueryBuilder('i').where('i.database_id = :databaseId', {
-      databaseId: database.id,
-    });
-    if (!start && !end) query.andWhere('i.deleted IS NULL');
-    if (start) query.andWhere('(i.terminated IS NULL OR i.terminated >= :start)', { start });
-    if (end) query.andWhere('i.created < :end', { end });
-    const rows = await query.orderBy('i.created', 'ASC').addOrderBy('i.id', 'ASC').getMany();
+    const rows = await this.instances.listOfDatabase(database.id, { start, end });
     const types = await this.allTypes();
     const databaseBody = await this.databases.describe(database, workspace);
     return rows.map((row) => this.describe(row, types, database, databaseBody, workspace));
@@ -130,9 +117,7 @@ export class ComputeService {
     instanceId: string,
   ): Promise<DedicatedComputeInstanceResponse> {
     const database = await this.databases.findOperable(workspace, databaseName);
-    const instance = isUuid(instanceId)
-      ? await this.instances.findOneBy({ id: instanceId, databaseId: database.id })
-      : null;
+    const instance = isUuid(instanceId) ? await this.instances.findInDatabase(instanceId, database.id) : null;
     if (!instance) throw this.instanceNotFound(instanceId, databaseName);
     return this.describe(
       instance,
@@ -158,8 +143,8 @@ export class ComputeService {
     }
     const database = await this.databases.findOperable(workspace, databaseName);
     const type = dto.instanceSize === undefined ? undefined : this.resolveType(await this.allTypes(), dto.instanceSize);
-    const { instance, resized } = await this.dataSource.transaction(async (manager) => {
-      const row = await this.lockInstance(manager, database, instanceId, databaseName);
+    const { instance, resized } = await this.txHost.withTransaction(async () => {
+      const row = await this.lockInstance(database, instanceId, databaseName);
       if (row.deleted) {
         throw new ApiException(
           ErrorCode.DbStatusFailure,
@@ -169,7 +154,7 @@ export class ComputeService {
       const changes: Partial<ComputeInstanceEntity> = {};
       if (dto.instanceName !== undefined && dto.instanceName !== row.name) changes.name = dto.instanceName;
       if (type && type.id !== row.desiredInstanceTypeId) changes.desiredInstanceTypeId = type.id;
-      if (Object.keys(changes).length) await manager.update(ComputeInstanceEntity, { id: row.id }, changes);
+      if (Object.keys(changes).length) await this.instances.update(row.id, changes);
       return { instance: { ...row, ...changes }, resized: changes.desiredInstanceTypeId !== undefined };
     });
     if (resized) await this.lifecycle.dispatch(instance);
@@ -195,11 +180,11 @@ export class ComputeService {
     instanceId: string,
   ): Promise<Accepted<DatabaseResponse>> {
     const database = await this.databases.findOperable(workspace, databaseName);
-    const instance = await this.dataSource.transaction(async (manager) => {
-      const row = await this.lockInstance(manager, database, instanceId, databaseName);
+    const instance = await this.txHost.withTransaction(async () => {
+      const row = await this.lockInstance(database, instanceId, databaseName);
       if (row.deleted) return row;
       const changes = { deleted: new Date(), status: ComputeInstanceStatus.Deleting };
-      await manager.update(ComputeInstanceEntity, { id: row.id }, changes);
+      await this.instances.update(row.id, changes);
       return { ...row, ...changes };
     });
     if (!instance.terminated) await this.lifecycle.dispatch(instance);
@@ -235,7 +220,7 @@ export class ComputeService {
   }
 
   private allTypes(): Promise<ComputeTypeEntity[]> {
-    return this.types.find({ order: { position: 'ASC', id: 'ASC' } });
+    return this.instances.allTypes();
   }
 
   private resolveType(types: ComputeTypeEntity[], size: string): ComputeTypeEntity {
@@ -249,20 +234,13 @@ export class ComputeService {
     return type;
   }
 
+  /** The database's instance, locked in the context's transaction; 404 when there is none. */
   private async lockInstance(
-    manager: EntityManager,
     database: DatabaseEntity,
     instanceId: string,
     databaseName: string,
   ): Promise<ComputeInstanceEntity> {
-    const row = isUuid(instanceId)
-      ? await manager
-          .getRepository(ComputeInstanceEntity)
-          .createQueryBuilder('i')
-          .setLock('pessimistic_write')
-          .where('i.id = :id AND i.database_id = :databaseId', { id: instanceId, databaseId: database.id })
-          .getOne()
-      : null;
+    const row = isUuid(instanceId) ? await this.instances.lock(instanceId, database.id) : null;
     if (!row) throw this.instanceNotFound(instanceId, databaseName);
     return row;
   }

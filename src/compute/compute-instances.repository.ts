@@ -1,0 +1,116 @@
+import { Injectable } from '@nestjs/common';
+import { IsNull, type Repository } from 'typeorm';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
+import { ComputeTypeEntity } from './compute-type.entity';
+
+/**
+ * Every statement on `compute_instances` and `compute_types` (habit 15). Statements go through the
+ * transaction the context carries (MetadataTransactions): inside its withTransaction they join it,
+ * outside they run on their own.
+ */
+@Injectable()
+export class ComputeInstancesRepository {
+  constructor(private readonly txHost: MetadataTransactions) {}
+
+  private get repo(): Repository<ComputeInstanceEntity> {
+    return this.txHost.tx.getRepository(ComputeInstanceEntity);
+  }
+
+  /** The compute types on offer, in their display order. */
+  allTypes(): Promise<ComputeTypeEntity[]> {
+    return this.txHost.tx.getRepository(ComputeTypeEntity).find({ order: { position: 'ASC', id: 'ASC' } });
+  }
+
+  typeById(id: string): Promise<ComputeTypeEntity> {
+    return this.txHost.tx.getRepository(ComputeTypeEntity).findOneByOrFail({ id });
+  }
+
+  save(row: Partial<ComputeInstanceEntity>): Promise<ComputeInstanceEntity> {
+    return this.repo.save(this.repo.create(row));
+  }
+
+  async update(id: string, changes: Partial<ComputeInstanceEntity>): Promise<void> {
+    await this.repo.update({ id }, changes);
+  }
+
+  /** The instance's id and database (a narrow read, before its rows are locked). */
+  findDatabaseOf(id: string): Promise<Pick<ComputeInstanceEntity, 'id' | 'databaseId'> | null> {
+    return this.repo.findOne({ select: { id: true, databaseId: true }, where: { id } });
+  }
+
+  findInDatabase(id: string, databaseId: string): Promise<ComputeInstanceEntity | null> {
+    return this.repo.findOneBy({ id, databaseId });
+  }
+
+  /**
+   * Locks the instance row (FOR UPDATE; of that database, when given) for the rest of the context's
+   * transaction (refused outside one).
+   */
+  lock(id: string, databaseId?: string): Promise<ComputeInstanceEntity | null> {
+    const query = this.txHost
+      .required('a compute instance row lock')
+      .getRepository(ComputeInstanceEntity)
+      .createQueryBuilder('i')
+      .setLock('pessimistic_write')
+      .where('i.id = :id', { id });
+    if (databaseId !== undefined) query.andWhere('i.database_id = :databaseId', { databaseId });
+    return query.getOne();
+  }
+
+  /**
+   * Without a window, the database's instances that are not deleted. With `start` and/or `end`,
+   * those not terminated before `start`, created before `end`. Oldest first.
+   */
+  listOfDatabase(databaseId: string, window: { start?: Date; end?: Date }): Promise<ComputeInstanceEntity[]> {
+    const { start, end } = window;
+    const query = this.repo.createQueryBuilder('i').where('i.database_id = :databaseId', { databaseId });
+    if (!start && !end) query.andWhere('i.deleted IS NULL');
+    if (start) query.andWhere('(i.terminated IS NULL OR i.terminated >= :start)', { start });
+    if (end) query.andWhere('i.created < :end', { end });
+    return query.orderBy('i.created', 'ASC').addOrderBy('i.id', 'ASC').getMany();
+  }
+
+  /** Marks the instance TERMINATED at `at` unless it already is (deleted then too, if it was not). */
+  async terminate(instance: ComputeInstanceEntity, at: Date): Promise<void> {
+    await this.repo.update(
+      { id: instance.id, terminated: IsNull() },
+      { status: ComputeInstanceStatus.Terminated, terminated: at, deleted: instance.deleted ?? at, lastError: null },
+    );
+  }
+
+  /** Marks every instance of the database not yet terminated TERMINATED at `at`. */
+  async terminateAllOf(databaseId: string, at: Date): Promise<void> {
+    await this.txHost.tx.query(
+      `UPDATE compute_instances
+          SET status = $2, terminated = $3, deleted = COALESCE(deleted, $3), last_error = NULL, updated = now()
+        WHERE database_id = $1 AND terminated IS NULL`,
+      [databaseId, ComputeInstanceStatus.Terminated, at],
+    );
+  }
+
+  /** The connection limits of the database's live instances other than `instanceId`, at the size they run. */
+  async liveLimitsOfOthers(databaseId: string, instanceId: string): Promise<number[]> {
+    const others = await this.txHost.tx.query<{ connection_limit: number }[]>(
+      `SELECT t.connection_limit FROM compute_instances i JOIN compute_types t ON t.id = i.instance_type_id
+        WHERE i.database_id = $1 AND i.id <> $2 AND i.deleted IS NULL AND i.terminated IS NULL`,
+      [databaseId, instanceId],
+    );
+    return others.map((r) => Number(r.connection_limit));
+  }
+
+  /** Up to `take` instances not in their desired state (not terminated), the least recently updated first. */
+  unsettled(take: number): Promise<ComputeInstanceEntity[]> {
+    return this.repo
+      .createQueryBuilder('i')
+      .select(['i.id', 'i.deleted', 'i.instanceTypeId', 'i.desiredInstanceTypeId'])
+      .where('i.terminated IS NULL')
+      .andWhere(
+        '(i.deleted IS NOT NULL OR i.status <> :ready OR i.instance_type_id IS DISTINCT FROM i.desired_instance_type_id)',
+        { ready: ComputeInstanceStatus.Ready },
+      )
+      .orderBy('i.updated', 'ASC')
+      .limit(take)
+      .getMany();
+  }
+}
