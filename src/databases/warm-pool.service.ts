@@ -1,9 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager, Repository } from 'typeorm';
 import { ErrorCode } from '../common/errors/error-code';
-import { MetadataTransactions } from '../database/metadata-transactions';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
 import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
@@ -13,7 +10,8 @@ import { physicalDatabaseName } from '../data-plane/physical-names';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { refillPoolJobId } from './database-jobs';
 import { Placement } from './placement.service';
-import { PooledDatabaseEntity } from './pooled-database.entity';
+import type { PooledDatabaseEntity } from './pooled-database.entity';
+import { PooledDatabasesRepository } from './pooled-databases.repository';
 
 /**
  * The warm pool: per ACTIVE data-plane server of a creatable region, DATABASE_POOL_TARGET
@@ -28,9 +26,7 @@ export class WarmPool {
   private readonly logger = new Logger(WarmPool.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(PooledDatabaseEntity) private readonly pooled: Repository<PooledDatabaseEntity>,
-    private readonly txHost: MetadataTransactions,
+    private readonly pooled: PooledDatabasesRepository,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
     private readonly servers: DataPlaneServers,
@@ -47,21 +43,8 @@ export class WarmPool {
    * row is deleted there, so a rolled-back create gives it back). Concurrent creates skip each
    * other's picks.
    */
-  async claim(serverId: string): Promise<string | null> {
-    const manager = this.txHost.required('claiming a pooled database');
-    const entry = await manager
-      .getRepository(PooledDatabaseEntity)
-      .createQueryBuilder('p')
-      .setLock('pessimistic_write')
-      .setOnLocked('skip_locked')
-      .where('p.server_id = :serverId AND p.ready = true', { serverId })
-      .orderBy('p.created', 'ASC')
-      .addOrderBy('p.id', 'ASC')
-      .limit(1)
-      .getOne();
-    if (!entry) return null;
-    await manager.getRepository(PooledDatabaseEntity).delete({ id: entry.id });
-    return entry.physicalName;
+  claim(serverId: string): Promise<string | null> {
+    return this.pooled.take(serverId);
   }
 
   async requestRefill(serverId: string): Promise<void> {
@@ -92,37 +75,34 @@ export class WarmPool {
     if (this.target <= 0) return;
     const server = await this.servers.view(serverId);
     if (!server) return;
-    await this.exclusively(serverId, async (manager) => {
-      const pooled = manager.getRepository(PooledDatabaseEntity);
+    await this.exclusively(serverId, async () => {
       if (server.state !== DataPlaneServerState.Active) {
-        for (const entry of await pooled.find({ where: { serverId }, order: { created: 'ASC' } })) {
+        for (const entry of await this.pooled.listOn(serverId)) {
           await this.dataPlane.dropDatabase(serverId, entry.physicalName);
-          await pooled.delete({ id: entry.id });
+          await this.pooled.delete(entry.id);
         }
         return;
       }
-      for (const entry of await pooled.find({ where: { serverId, ready: false }, order: { created: 'ASC' } })) {
-        await this.build(pooled, entry);
+      for (const entry of await this.pooled.listOn(serverId, true)) {
+        await this.build(entry);
       }
       const hasRoom = async () => {
         const usage = (await this.placement.usage([serverId])).get(serverId)!;
         return usage.databases + usage.pooled < server.maxDatabases;
       };
-      let count = await pooled.countBy({ serverId });
+      let count = await this.pooled.countOn(serverId);
       while (count < this.target && (await hasRoom())) {
         const id = randomUUID();
-        const entry = await pooled.save(
-          pooled.create({
-            id,
-            region: server.region,
-            serverId,
-            physicalName: physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
-            ready: false,
-            lastError: null,
-          }),
-        );
-        await this.build(pooled, entry);
-        count = await pooled.countBy({ serverId });
+        const entry = await this.pooled.save({
+          id,
+          region: server.region,
+          serverId,
+          physicalName: physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
+          ready: false,
+          lastError: null,
+        });
+        await this.build(entry);
+        count = await this.pooled.countOn(serverId);
       }
     });
   }
@@ -136,29 +116,30 @@ export class WarmPool {
 
   /** Ready entries per region (for operators and tests). */
   async readyCount(region: Region): Promise<number> {
-    return this.pooled.countBy({ region, ready: true });
+    return this.pooled.readyCountIn(region);
   }
 
   /** Ready entries per server (for operators and tests). */
   async readyCountOn(serverId: string): Promise<number> {
-    return this.pooled.countBy({ serverId, ready: true });
+    return this.pooled.readyCountOn(serverId);
   }
 
   /**
    * Runs `work` holding the server's refill lock, an advisory lock on the data-plane server itself
    * (see DataPlane.exclusively): no metadata connection is held while the server works. A refill
-   * that finds the lock taken leaves the work to the run holding it.
+   * that finds the lock taken leaves the work to the run holding it. The metadata statements of
+   * `work` run on their own (a refill job carries no transaction).
    */
-  private async exclusively(serverId: string, work: (manager: EntityManager) => Promise<void>): Promise<void> {
-    await this.dataPlane.exclusively(serverId, `warm-pool-refill:${serverId}`, () => work(this.dataSource.manager));
+  private async exclusively(serverId: string, work: () => Promise<void>): Promise<void> {
+    await this.dataPlane.exclusively(serverId, `warm-pool-refill:${serverId}`, work);
   }
 
-  private async build(pooled: Repository<PooledDatabaseEntity>, entry: PooledDatabaseEntity): Promise<void> {
+  private async build(entry: PooledDatabaseEntity): Promise<void> {
     try {
       if (!(await this.dataPlane.buildDatabase(entry.serverId!, entry.physicalName))) {
         throw new Error('the built database failed verification (owner or CONNECT privilege wrong)');
       }
-      await pooled.update({ id: entry.id, ready: false }, { ready: true, lastError: null });
+      await this.pooled.markReady(entry.id);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.logger.error(
@@ -167,7 +148,7 @@ export class WarmPool {
       );
       // Recorded first: if that fails, the metadata database is out of reach and the entry is left
       // as it is (a later refill finishes it).
-      await pooled.update({ id: entry.id }, { lastError: message });
+      await this.pooled.recordError(entry.id, message);
       await this.dataPlane.dropDatabase(entry.serverId!, entry.physicalName).catch(() => undefined);
       throw err;
     }

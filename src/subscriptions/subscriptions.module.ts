@@ -1,9 +1,7 @@
 import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { JsonBodyOfAnyType } from '../compute/json-body-of-any-type.middleware';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { PlanLimits } from './plan-limits.service';
-import { SubscriptionEntity } from './subscription.entity';
 import { SubscriptionsController } from './subscriptions.controller';
 import { SubscriptionsRepository } from './subscriptions.repository';
 import { SubscriptionsService } from './subscriptions.service';
@@ -11,7 +9,7 @@ import { SubscriptionsService } from './subscriptions.service';
 const SUBSCRIPTION = 'workspaces/:workspaceSlug/subscription';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([SubscriptionEntity]), WorkspacesModule],
+  imports: [WorkspacesModule],
   controllers: [SubscriptionsController],
   providers: [SubscriptionsRepository, SubscriptionsService, PlanLimits],
   exports: [SubscriptionsService, PlanLimits],

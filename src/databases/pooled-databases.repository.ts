@@ -1,0 +1,74 @@
+import { Injectable } from '@nestjs/common';
+import type { Repository } from 'typeorm';
+import type { Region } from '../config/regions';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { PooledDatabaseEntity } from './pooled-database.entity';
+
+/**
+ * The statements on `pooled_databases` (habit 15), but for the two that read or fix it together
+ * with `databases` (DatabasesRepository.usageByServer and attachUnplaced). Statements go through the
+ * transaction the context carries (MetadataTransactions): inside its withTransaction they join it,
+ * outside they run on their own.
+ */
+@Injectable()
+export class PooledDatabasesRepository {
+  constructor(private readonly txHost: MetadataTransactions) {}
+
+  private get repo(): Repository<PooledDatabaseEntity> {
+    return this.txHost.tx.getRepository(PooledDatabaseEntity);
+  }
+
+  /**
+   * Takes the server's oldest ready entry, deleting its row in the context's transaction (refused
+   * outside one); concurrent takers skip each other's picks. Its physical name, or null.
+   */
+  async take(serverId: string): Promise<string | null> {
+    const pooled = this.txHost.required('claiming a pooled database').getRepository(PooledDatabaseEntity);
+    const entry = await pooled
+      .createQueryBuilder('p')
+      .setLock('pessimistic_write')
+      .setOnLocked('skip_locked')
+      .where('p.server_id = :serverId AND p.ready = true', { serverId })
+      .orderBy('p.created', 'ASC')
+      .addOrderBy('p.id', 'ASC')
+      .limit(1)
+      .getOne();
+    if (!entry) return null;
+    await pooled.delete({ id: entry.id });
+    return entry.physicalName;
+  }
+
+  /** The server's entries (only those not ready, with `notReady`), oldest first. */
+  listOn(serverId: string, notReady = false): Promise<PooledDatabaseEntity[]> {
+    return this.repo.find({ where: notReady ? { serverId, ready: false } : { serverId }, order: { created: 'ASC' } });
+  }
+
+  save(row: Partial<PooledDatabaseEntity>): Promise<PooledDatabaseEntity> {
+    return this.repo.save(this.repo.create(row));
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.repo.delete({ id });
+  }
+
+  /** Marks the entry ready, only while it is not (a second run never re-marks it). */
+  async markReady(id: string): Promise<void> {
+    await this.repo.update({ id, ready: false }, { ready: true, lastError: null });
+  }
+
+  async recordError(id: string, lastError: string): Promise<void> {
+    await this.repo.update({ id }, { lastError });
+  }
+
+  countOn(serverId: string): Promise<number> {
+    return this.repo.countBy({ serverId });
+  }
+
+  readyCountIn(region: Region): Promise<number> {
+    return this.repo.countBy({ region, ready: true });
+  }
+
+  readyCountOn(serverId: string): Promise<number> {
+    return this.repo.countBy({ serverId, ready: true });
+  }
+}
