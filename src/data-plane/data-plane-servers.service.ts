@@ -1,14 +1,12 @@
 import { MetadataTransactions } from '../database/metadata-transactions';
-import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, EntityManager, Repository } from 'typeorm';
 import { SecretBox } from '../common/crypto/secret-box';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, REGIONS, type Region } from '../config/regions';
-import { DataPlaneServerEntity, DataPlaneServerState } from './data-plane-server.entity';
+import { type DataPlaneServerEntity, DataPlaneServerState } from './data-plane-server.entity';
+import { DataPlaneServersRepository } from './data-plane-servers.repository';
 
 /** What everyone may know about a server: never its admin URL. */
 export interface DataPlaneServerView {
@@ -51,8 +49,7 @@ export class DataPlaneServers implements OnModuleInit {
   private registered?: Promise<void>;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(DataPlaneServerEntity) private readonly servers: Repository<DataPlaneServerEntity>,
+    private readonly servers: DataPlaneServersRepository,
     private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
     private readonly box: SecretBox,
@@ -70,14 +67,13 @@ export class DataPlaneServers implements OnModuleInit {
    * for it again: the registry is the truth.
    */
   registerFromEnvironment(): Promise<void> {
-    this.registered ??= this.dataSource
-      .transaction(async (manager) => {
-        await lockForTransaction(manager, REGISTRATION_LOCK);
-        const repo = manager.getRepository(DataPlaneServerEntity);
+    this.registered ??= this.txHost
+      .withTransaction(async () => {
+        await this.servers.lockKey(REGISTRATION_LOCK);
         for (const region of CREATABLE_REGIONS) {
-          if (await repo.existsBy({ region })) continue;
+          if (await this.servers.existsIn(region)) continue;
           const url = this.config.dataPlaneUrl(region);
-          const saved = await this.insert(manager, {
+          const saved = await this.insert({
             region,
             url,
             publicHost: this.configuredPublicHost(region) ?? new URL(url).host,
@@ -93,7 +89,7 @@ export class DataPlaneServers implements OnModuleInit {
   /** Every server, oldest first (cached for a couple of seconds; `fresh` reads now). */
   async directory(fresh = false): Promise<DataPlaneServerView[]> {
     if (fresh || !this.cached || Date.now() - this.cached.at > DIRECTORY_TTL_MS) {
-      const servers = this.servers.find({ order: { created: 'ASC', id: 'ASC' } }).then((rows) => rows.map(viewOf));
+      const servers = this.servers.all().then((rows) => rows.map(viewOf));
       this.cached = { at: Date.now(), servers };
       servers.catch(() => (this.cached = undefined));
     }
@@ -114,11 +110,7 @@ export class DataPlaneServers implements OnModuleInit {
   async target(id: string): Promise<DataPlaneTarget> {
     const known = this.targets.get(id);
     if (known) return known;
-    const row = await this.servers
-      .createQueryBuilder('s')
-      .addSelect('s.adminUrlCiphertext')
-      .where('s.id = :id', { id })
-      .getOne();
+    const row = await this.servers.findWithAdminUrl(id);
     if (!row) throw new Error(`no data-plane server ${id}`);
     const target = { id: row.id, region: row.region, url: this.box.open(row.adminUrlCiphertext) };
     this.targets.set(id, target);
@@ -130,11 +122,7 @@ export class DataPlaneServers implements OnModuleInit {
    * carries (a placement must not wait for a second metadata connection while it holds one).
    */
   async activeWithin(region: Region): Promise<DataPlaneServerView[]> {
-    const rows = await this.txHost.tx.getRepository(DataPlaneServerEntity).find({
-      where: { region, state: DataPlaneServerState.Active },
-      order: { created: 'ASC', id: 'ASC' },
-    });
-    return rows.map(viewOf);
+    return (await this.servers.activeIn(region)).map(viewOf);
   }
 
   /** The region's servers that take new databases. */
@@ -153,8 +141,8 @@ export class DataPlaneServers implements OnModuleInit {
     maxDatabases?: number;
   }): Promise<DataPlaneServerView> {
     if (!(input.region in REGIONS)) throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
-    const saved = await this.dataSource.transaction((manager) =>
-      this.insert(manager, {
+    const saved = await this.txHost.withTransaction(() =>
+      this.insert({
         region: input.region,
         url: input.url,
         publicHost: input.publicHost ?? new URL(input.url).host,
@@ -167,14 +155,14 @@ export class DataPlaneServers implements OnModuleInit {
 
   /** Changes whether the server takes new databases. */
   async setState(id: string, state: DataPlaneServerState): Promise<DataPlaneServerView> {
-    const row = await this.servers.findOneBy({ id });
+    const row = await this.servers.findById(id);
     if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
     if (row.state !== state) {
-      await this.servers.update({ id }, { state });
+      await this.servers.update(id, { state });
       row.state = state;
     }
     this.cached = undefined;
-    return viewOf((await this.servers.findOneBy({ id })) ?? row);
+    return viewOf((await this.servers.findById(id)) ?? row);
   }
 
   /**
@@ -184,17 +172,14 @@ export class DataPlaneServers implements OnModuleInit {
    * seconds). Its admin URL is not changed here: processes keep their sessions to the server.
    */
   async update(id: string, change: { maxDatabases?: number; publicHost?: string }): Promise<DataPlaneServerView> {
-    const row = await this.servers.findOneBy({ id });
+    const row = await this.servers.findById(id);
     if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
-    await this.servers.update(
-      { id },
-      {
-        ...(change.maxDatabases !== undefined ? { maxDatabases: change.maxDatabases } : {}),
-        ...(change.publicHost !== undefined ? { publicHost: hostWithPort(change.publicHost) } : {}),
-      },
-    );
+    await this.servers.update(id, {
+      ...(change.maxDatabases !== undefined ? { maxDatabases: change.maxDatabases } : {}),
+      ...(change.publicHost !== undefined ? { publicHost: hostWithPort(change.publicHost) } : {}),
+    });
     this.cached = undefined;
-    return viewOf((await this.servers.findOneBy({ id })) ?? row);
+    return viewOf((await this.servers.findById(id)) ?? row);
   }
 
   /**
@@ -204,13 +189,7 @@ export class DataPlaneServers implements OnModuleInit {
    */
   async remove(id: string, inUse: () => Promise<number>): Promise<DataPlaneServerView> {
     const removed = await this.txHost.withTransaction(async () => {
-      const manager = this.txHost.tx;
-      const row = await manager
-        .getRepository(DataPlaneServerEntity)
-        .createQueryBuilder('s')
-        .setLock('pessimistic_write')
-        .where('s.id = :id', { id })
-        .getOne();
+      const row = await this.servers.lock(id);
       if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
       const living = await inUse();
       if (living > 0) {
@@ -219,7 +198,7 @@ export class DataPlaneServers implements OnModuleInit {
           `Data-plane server ${id} still holds ${living} database(s); it can be removed once none live on it (drain it and delete them first)`,
         );
       }
-      await manager.delete(DataPlaneServerEntity, { id });
+      await this.servers.delete(id);
       return row;
     });
     this.cached = undefined;
@@ -231,20 +210,19 @@ export class DataPlaneServers implements OnModuleInit {
     return this.config.env[`DATA_PLANE_PUBLIC_HOST_${region}`] || this.config.env.DATA_PLANE_PUBLIC_HOST || undefined;
   }
 
-  private insert(
-    manager: EntityManager,
-    input: { region: Region; url: string; publicHost: string; maxDatabases: number },
-  ): Promise<DataPlaneServerEntity> {
-    const repo = manager.getRepository(DataPlaneServerEntity);
-    return repo.save(
-      repo.create({
-        region: input.region,
-        adminUrlCiphertext: this.box.seal(input.url),
-        publicHost: hostWithPort(input.publicHost),
-        maxDatabases: input.maxDatabases,
-        state: DataPlaneServerState.Active,
-      }),
-    );
+  private insert(input: {
+    region: Region;
+    url: string;
+    publicHost: string;
+    maxDatabases: number;
+  }): Promise<DataPlaneServerEntity> {
+    return this.servers.save({
+      region: input.region,
+      adminUrlCiphertext: this.box.seal(input.url),
+      publicHost: hostWithPort(input.publicHost),
+      maxDatabases: input.maxDatabases,
+      state: DataPlaneServerState.Active,
+    });
   }
 }
 
