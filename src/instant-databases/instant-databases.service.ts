@@ -1,9 +1,6 @@
 import { MetadataTransactions } from '../database/metadata-transactions';
-import { lockForTransaction } from '../database/transaction-lock';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomBytes } from 'node:crypto';
-import { DataSource, IsNull, LessThanOrEqual, MoreThan, Not, Repository } from 'typeorm';
 import { randomToken } from '../common/crypto/tokens';
 import { ApiException } from '../common/errors/api-exception';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
@@ -19,7 +16,8 @@ import { DatabasesService } from '../databases/databases.service';
 import { Reconciler } from '../queues/reconciler';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspacesService } from '../workspaces/workspaces.service';
-import { DatabaseClaimEntity } from './database-claim.entity';
+import type { DatabaseClaimEntity } from './database-claim.entity';
+import { DatabaseClaimsRepository } from './database-claims.repository';
 import { ProvisionedDatabaseResponse } from './provisioned-database.response';
 
 const HOUR_MS = 3600 * 1000;
@@ -41,9 +39,8 @@ export class InstantDatabasesService implements OnModuleInit {
   private readonly logger = new Logger(InstantDatabasesService.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly txHost: MetadataTransactions,
-    @InjectRepository(DatabaseClaimEntity) private readonly claims: Repository<DatabaseClaimEntity>,
+    private readonly claims: DatabaseClaimsRepository,
     private readonly config: AppConfig,
     private readonly databases: DatabasesService,
     private readonly lifecycle: DatabaseLifecycle,
@@ -69,7 +66,7 @@ export class InstantDatabasesService implements OnModuleInit {
       { databaseName: name, region: region ?? CREATABLE_REGIONS[0] },
       { withinPlan: false },
     );
-    await this.claims.update({ id: claim.id }, { databaseId: created.id });
+    await this.claims.update(claim.id, { databaseId: created.id });
     // Without a pooled database at hand, build it now (the job that was enqueued finds it done, or
     // is building it: a run that finds the build under way leaves it to the holder, so wait).
     if (created.status !== DatabaseStatus.Ready && !(await this.buildNow(created.id))) {
@@ -107,20 +104,10 @@ export class InstantDatabasesService implements OnModuleInit {
     const holder = await this.workspaces.holdingWorkspace();
     // In the context's transaction: the move (DatabasesService) joins it.
     const moved = await this.txHost.withTransaction(async () => {
-      const manager = this.txHost.tx;
-      const claim = await manager
-        .getRepository(DatabaseClaimEntity)
-        .createQueryBuilder('c')
-        .setLock('pessimistic_write')
-        .where('c.code_hash = :hash AND c.claimed_at IS NULL AND c.expires_at > now() AND c.database_id IS NOT NULL', {
-          hash: hashCode(claimCode),
-        })
-        .getOne();
+      const claim = await this.claims.lockClaimable(hashCode(claimCode));
       if (!claim) throw new ApiException(ErrorCode.EntityNotFound, 'Claim code is invalid or expired');
       const database = await this.databases.moveToWorkspace(claim.databaseId!, holder.id, workspace);
-      await manager
-        .getRepository(DatabaseClaimEntity)
-        .update({ id: claim.id }, { claimedAt: new Date(), claimedBy: developerId });
+      await this.claims.update(claim.id, { claimedAt: new Date(), claimedBy: developerId });
       return database;
     });
     return this.databases.describe(moved, workspace);
@@ -144,11 +131,7 @@ export class InstantDatabasesService implements OnModuleInit {
 
   /** Drops (queues for finalization now) every unclaimed instant database whose code has expired. */
   async dropExpired(now = new Date()): Promise<number> {
-    const expired = await this.claims.find({
-      select: { id: true, databaseId: true },
-      where: { claimedAt: IsNull(), databaseId: Not(IsNull()), expiresAt: LessThanOrEqual(now) },
-      take: 500,
-    });
+    const expired = await this.claims.expired(now, 500);
     const holder = await this.workspaces.holdingWorkspace();
     let dropped = 0;
     for (const claim of expired) {
@@ -164,39 +147,29 @@ export class InstantDatabasesService implements OnModuleInit {
    */
   private async admit(clientAddress: string, codeHash: string): Promise<DatabaseClaimEntity> {
     const env = this.config.env;
-    return this.dataSource.transaction(async (manager) => {
-      await lockForTransaction(manager, 'instant-databases');
-      const repo = manager.getRepository(DatabaseClaimEntity);
+    return this.txHost.withTransaction(async () => {
+      await this.claims.lockAdmissions();
       const since = new Date(Date.now() - HOUR_MS);
-      const byAddress = await repo.find({
-        select: { created: true },
-        where: { clientAddress, created: MoreThan(since) },
-        order: { created: 'ASC' },
-        take: env.INSTANT_DATABASES_PER_ADDRESS_PER_HOUR,
-      });
+      const byAddress = await this.claims.createdSinceBy(
+        clientAddress,
+        since,
+        env.INSTANT_DATABASES_PER_ADDRESS_PER_HOUR,
+      );
       if (byAddress.length >= env.INSTANT_DATABASES_PER_ADDRESS_PER_HOUR) {
         throw this.tooMany('from your address', byAddress[0].created);
       }
-      const all = await repo.count({ where: { created: MoreThan(since) } });
+      const all = await this.claims.countSince(since);
       if (all >= env.INSTANT_DATABASES_PER_HOUR) {
-        const [oldest] = await repo.find({
-          select: { created: true },
-          where: { created: MoreThan(since) },
-          order: { created: 'ASC' },
-          take: 1,
-        });
-        throw this.tooMany('on this service', oldest.created);
+        throw this.tooMany('on this service', (await this.claims.oldestSince(since))!);
       }
-      return repo.save(
-        repo.create({
-          codeHash,
-          clientAddress,
-          databaseId: null,
-          expiresAt: new Date(Date.now() + env.INSTANT_DATABASE_CLAIM_TTL_SECONDS * 1000),
-          claimedAt: null,
-          claimedBy: null,
-        }),
-      );
+      return this.claims.save({
+        codeHash,
+        clientAddress,
+        databaseId: null,
+        expiresAt: new Date(Date.now() + env.INSTANT_DATABASE_CLAIM_TTL_SECONDS * 1000),
+        claimedAt: null,
+        claimedBy: null,
+      });
     });
   }
 

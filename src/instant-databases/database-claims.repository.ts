@@ -1,0 +1,82 @@
+import { Injectable } from '@nestjs/common';
+import { IsNull, LessThanOrEqual, MoreThan, Not, type Repository } from 'typeorm';
+import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForContextTransaction } from '../database/transaction-lock';
+import { DatabaseClaimEntity } from './database-claim.entity';
+
+/**
+ * Every statement on `database_claims` (habit 15). Statements go through the transaction the context
+ * carries (MetadataTransactions): inside its withTransaction they join it, outside they run on their
+ * own.
+ */
+@Injectable()
+export class DatabaseClaimsRepository {
+  constructor(private readonly txHost: MetadataTransactions) {}
+
+  private get repo(): Repository<DatabaseClaimEntity> {
+    return this.txHost.tx.getRepository(DatabaseClaimEntity);
+  }
+
+  /** Serialises the admissions (abuse-limit counts) for the rest of the context's transaction. */
+  lockAdmissions(): Promise<void> {
+    return lockForContextTransaction(this.txHost, 'instant-databases');
+  }
+
+  save(row: Partial<DatabaseClaimEntity>): Promise<DatabaseClaimEntity> {
+    return this.repo.save(this.repo.create(row));
+  }
+
+  async update(id: string, changes: Partial<DatabaseClaimEntity>): Promise<void> {
+    await this.repo.update({ id }, changes);
+  }
+
+  /** Creation times of the address's claims since `since`, oldest first, up to `take`. */
+  createdSinceBy(clientAddress: string, since: Date, take: number): Promise<Pick<DatabaseClaimEntity, 'created'>[]> {
+    return this.repo.find({
+      select: { created: true },
+      where: { clientAddress, created: MoreThan(since) },
+      order: { created: 'ASC' },
+      take,
+    });
+  }
+
+  countSince(since: Date): Promise<number> {
+    return this.repo.count({ where: { created: MoreThan(since) } });
+  }
+
+  /** The creation time of the oldest claim since `since`. */
+  async oldestSince(since: Date): Promise<Date | undefined> {
+    const [oldest] = await this.repo.find({
+      select: { created: true },
+      where: { created: MoreThan(since) },
+      order: { created: 'ASC' },
+      take: 1,
+    });
+    return oldest?.created;
+  }
+
+  /**
+   * The unclaimed, unexpired claim of the code that has a database, locked (FOR UPDATE) for the rest
+   * of the context's transaction (refused outside one).
+   */
+  lockClaimable(codeHash: string): Promise<DatabaseClaimEntity | null> {
+    return this.txHost
+      .required('a claim row lock')
+      .getRepository(DatabaseClaimEntity)
+      .createQueryBuilder('c')
+      .setLock('pessimistic_write')
+      .where('c.code_hash = :hash AND c.claimed_at IS NULL AND c.expires_at > now() AND c.database_id IS NOT NULL', {
+        hash: codeHash,
+      })
+      .getOne();
+  }
+
+  /** Up to `take` unclaimed claims with a database whose code expired by `now`. */
+  expired(now: Date, take: number): Promise<Pick<DatabaseClaimEntity, 'id' | 'databaseId'>[]> {
+    return this.repo.find({
+      select: { id: true, databaseId: true },
+      where: { claimedAt: IsNull(), databaseId: Not(IsNull()), expiresAt: LessThanOrEqual(now) },
+      take,
+    });
+  }
+}
