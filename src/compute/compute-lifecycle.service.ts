@@ -180,6 +180,7 @@ export class ComputeLifecycle implements OnModuleInit {
    * of it is terminated and its usage period closed, in the transaction the context carries. Idempotent.
    */
   async finalizeForDatabase(database: DatabaseEntity): Promise<void> {
+    this.txHost.required('compute finalization');
     const now = new Date();
     await this.periods.closeOpenOfDatabase(database.id, now);
     await this.instances.terminateAllOf(database.id, now);

@@ -1,4 +1,4 @@
-import { Injectable, Module } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { IsNull, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { ComputeUsagePeriodEntity } from './compute-usage-period.entity';
@@ -62,7 +62,3 @@ export class ComputeUsagePeriodsRepository {
     return rows.map((r) => r.workspace_id);
   }
 }
-
-/** The repository alone, for the compute lifecycle (which writes the periods) and metrics (which reads them). */
-@Module({ providers: [ComputeUsagePeriodsRepository], exports: [ComputeUsagePeriodsRepository] })
-export class ComputeUsagePeriodsModule {}

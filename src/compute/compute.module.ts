@@ -6,7 +6,7 @@ import { ComputeInstancesController } from './compute-instances.controller';
 import { ComputeInstancesRepository } from './compute-instances.repository';
 import { ComputeLifecycle } from './compute-lifecycle.service';
 import { ComputeTypesController } from './compute-types.controller';
-import { ComputeUsagePeriodsModule } from './compute-usage-periods.repository';
+import { ComputeUsagePeriodsModule } from './compute-usage-periods.module';
 import { ComputeService } from './compute.service';
 import { JsonBodyOfAnyType } from './json-body-of-any-type.middleware';
 

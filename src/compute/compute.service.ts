@@ -69,7 +69,7 @@ export class ComputeService {
     const types = await this.allTypes();
     const type = this.resolveType(types, dto.instanceSize);
     await this.plans.assertDedicatedCompute(workspace.id);
-    const instance = await this.txHost.withTransaction(async () => {
+    const instance = await this.txHost.withNewTransaction(async () => {
       // Shares the lock a finalization takes: no instance is added to a database being finalized.
       const locked = await this.databases.lock(database.id, 'pessimistic_read');
       if (!locked || locked.finalized) throw this.databaseGone(workspace, databaseName);
@@ -143,7 +143,7 @@ export class ComputeService {
     }
     const database = await this.databases.findOperable(workspace, databaseName);
     const type = dto.instanceSize === undefined ? undefined : this.resolveType(await this.allTypes(), dto.instanceSize);
-    const { instance, resized } = await this.txHost.withTransaction(async () => {
+    const { instance, resized } = await this.txHost.withNewTransaction(async () => {
       const row = await this.lockInstance(database, instanceId, databaseName);
       if (row.deleted) {
         throw new ApiException(
@@ -180,7 +180,7 @@ export class ComputeService {
     instanceId: string,
   ): Promise<Accepted<DatabaseResponse>> {
     const database = await this.databases.findOperable(workspace, databaseName);
-    const instance = await this.txHost.withTransaction(async () => {
+    const instance = await this.txHost.withNewTransaction(async () => {
       const row = await this.lockInstance(database, instanceId, databaseName);
       if (row.deleted) return row;
       const changes = { deleted: new Date(), status: ComputeInstanceStatus.Deleting };

@@ -67,8 +67,9 @@ export class DataPlaneServers implements OnModuleInit {
    * for it again: the registry is the truth.
    */
   registerFromEnvironment(): Promise<void> {
+    // Its own transaction: the promise is shared by the whole process, whoever calls first.
     this.registered ??= this.txHost
-      .withTransaction(async () => {
+      .withNewTransaction(async () => {
         await this.servers.lockKey(REGISTRATION_LOCK);
         for (const region of CREATABLE_REGIONS) {
           if (await this.servers.existsIn(region)) continue;

@@ -49,6 +49,15 @@ export class MetadataTransactions {
   /** Runs `work` in a transaction: the one the context carries, or a new one committed when it ends. */
   withTransaction<T>(work: () => Promise<T>): Promise<T> {
     if (this.context.getStore()) return work();
+    return this.withNewTransaction(work);
+  }
+
+  /**
+   * Runs `work` in a transaction of its own, committed when it ends, even inside another: for work
+   * whose outcome must stand whatever the caller's transaction does (a row later steps rely on, a
+   * commit a job is dispatched after, a process-wide registration).
+   */
+  withNewTransaction<T>(work: () => Promise<T>): Promise<T> {
     return this.dataSource.transaction((manager) => this.context.run(manager, work));
   }
 }

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ComputeUsagePeriodsModule } from '../compute/compute-usage-periods.repository';
+import { ComputeUsagePeriodsModule } from '../compute/compute-usage-periods.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { ComputeUsagePeriods } from './compute-usage-periods.service';
 import { MetricsController } from './metrics.controller';

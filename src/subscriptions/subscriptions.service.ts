@@ -150,12 +150,12 @@ export class SubscriptionsService {
   /**
    * Runs `work` in a transaction holding the workspace's subscription lock (`now` is read once the
    * lock is held), after giving a workspace without any row its FREE row, from the workspace's
-   * creation. That row is committed on its own (these writes come from requests that carry no
-   * transaction, so each withTransaction here opens its own): a refused request still leaves it in place.
+   * creation. That row is committed in a transaction of its own: a refused request still leaves it
+   * in place.
    */
   private async locked<T>(workspace: WorkspaceEntity, work: (now: Date) => Promise<T>): Promise<T> {
     if (!(await this.subscriptions.existsFor(workspace.id))) {
-      await this.txHost.withTransaction(async () => {
+      await this.txHost.withNewTransaction(async () => {
         await this.subscriptions.lockWorkspace(workspace.id);
         if (await this.subscriptions.existsFor(workspace.id)) return;
         await this.subscriptions.insert({
