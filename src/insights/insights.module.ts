@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { DatabasesModule } from '../databases/databases.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { InsightsController } from './insights.controller';
+import { InsightsRepository } from './insights.repository';
 import { InsightsService } from './insights.service';
 import { StorageUsage } from './storage-usage.service';
 import { TelemetrySampler } from './telemetry-sampler.service';
@@ -10,7 +11,7 @@ import { TelemetrySampler } from './telemetry-sampler.service';
 @Module({
   imports: [DatabasesModule, WorkspacesModule],
   controllers: [InsightsController],
-  providers: [InsightsService, TelemetrySampler, StorageUsage],
+  providers: [InsightsRepository, InsightsService, TelemetrySampler, StorageUsage],
   exports: [StorageUsage, TelemetrySampler],
 })
 export class InsightsModule {}

@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { DatabasesService } from '../databases/databases.service';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import type { Granularity, InsightsQueryDto } from './dto/insights-query.dto';
+import { InsightsRepository, type SampleWindow } from './insights.repository';
 import type {
   DatabaseErrorsResponse,
   DatabaseQueryPerformanceResponse,
@@ -28,6 +27,13 @@ interface Window {
 const round3 = (value: number) => Math.round(value * 1000) / 1000;
 const percentage = (up: number, observed: number) => round3((up / observed) * 100);
 
+const sampleWindow = (w: Window): SampleWindow => ({
+  databaseId: w.databaseId,
+  start: w.start,
+  end: w.end,
+  bucketSeconds: GRANULARITY_MS[w.granularity] / 1000,
+});
+
 /**
  * Answers the insights of one database from the samples the sampler recorded: buckets of
  * `granularity` from `start`, each sample counted in the bucket holding its `sampled_at`; buckets
@@ -36,7 +42,7 @@ const percentage = (up: number, observed: number) => round3((up / observed) * 10
 @Injectable()
 export class InsightsService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly samples: InsightsRepository,
     private readonly databases: DatabasesService,
   ) {}
 
@@ -46,14 +52,7 @@ export class InsightsService {
     query: InsightsQueryDto,
   ): Promise<DatabaseUptimeResponse> {
     const w = await this.window(workspace, databaseId, query);
-    const rows = await this.dataSource.query<{ bucket: Date; up: string; observed: string }[]>(
-      `SELECT date_bin($4::interval, sampled_at, $2) AS bucket, sum(up_seconds)::text AS up,
-              sum(observed_seconds)::text AS observed
-         FROM database_telemetry_samples
-        WHERE database_id = $1 AND sampled_at >= $2 AND sampled_at < $3
-        GROUP BY 1 ORDER BY 1`,
-      [w.databaseId, w.start, w.end, `${GRANULARITY_MS[w.granularity] / 1000} seconds`],
-    );
+    const rows = await this.samples.uptimeBuckets(sampleWindow(w));
     let up = 0;
     let observed = 0;
     const points = rows.map((r) => {
@@ -88,13 +87,7 @@ export class InsightsService {
     query: InsightsQueryDto,
   ): Promise<DatabaseErrorsResponse> {
     const w = await this.window(workspace, databaseId, query);
-    const rows = await this.dataSource.query<{ bucket: Date; source: string; count: string }[]>(
-      `SELECT date_bin($4::interval, s.sampled_at, $2) AS bucket, e.key AS source, sum(e.value::bigint)::text AS count
-         FROM database_telemetry_samples s CROSS JOIN LATERAL jsonb_each_text(s.error_deltas) e
-        WHERE s.database_id = $1 AND s.sampled_at >= $2 AND s.sampled_at < $3
-        GROUP BY 1, 2 ORDER BY 1, 2`,
-      [w.databaseId, w.start, w.end, `${GRANULARITY_MS[w.granularity] / 1000} seconds`],
-    );
+    const rows = await this.samples.errorBuckets(sampleWindow(w));
     return {
       granularity: w.granularity,
       points: rows.map((r) => ({
@@ -111,12 +104,8 @@ export class InsightsService {
     query: InsightsQueryDto,
   ): Promise<DatabaseQueryPerformanceResponse> {
     const w = await this.window(workspace, databaseId, query);
-    const [latest] = await this.dataSource.query<{ statements_available: boolean }[]>(
-      `SELECT statements_available FROM database_telemetry_samples
-        WHERE database_id = $1 ORDER BY sampled_at DESC LIMIT 1`,
-      [w.databaseId],
-    );
-    if (latest && !latest.statements_available) {
+    // undefined (no sample yet) is no refusal: the answer then has no points.
+    if ((await this.samples.latestStatementsAvailable(w.databaseId)) === false) {
       throw new ApiException(
         ErrorCode.ServerError,
         "Query performance is unavailable: pg_stat_statements is not loaded on the database's server " +
@@ -124,15 +113,7 @@ export class InsightsService {
         { status: 502 },
       );
     }
-    const rows = await this.dataSource.query<{ bucket: Date; calls: string; exec_ms: number; seconds: number }[]>(
-      `SELECT date_bin($4::interval, sampled_at, $2) AS bucket, sum(statement_calls_delta)::text AS calls,
-              sum(statement_exec_ms_delta)::float8 AS exec_ms, sum(delta_seconds)::float8 AS seconds
-         FROM database_telemetry_samples
-        WHERE database_id = $1 AND sampled_at >= $2 AND sampled_at < $3
-          AND statement_calls_delta IS NOT NULL AND delta_seconds > 0
-        GROUP BY 1 ORDER BY 1`,
-      [w.databaseId, w.start, w.end, `${GRANULARITY_MS[w.granularity] / 1000} seconds`],
-    );
+    const rows = await this.samples.queryPerformanceBuckets(sampleWindow(w));
     return {
       source: 'pg_stat_statements',
       granularity: w.granularity,

@@ -1,6 +1,4 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
 import { DataPlane } from '../data-plane/data-plane.service';
@@ -15,6 +13,7 @@ import { DatabasesService } from '../databases/databases.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { JOBS } from '../queues/job-registry';
 import { Reconciler } from '../queues/reconciler';
+import { InsightsRepository, type NewSample } from './insights.repository';
 import { sampleServerJobId } from './telemetry-jobs';
 
 export interface SampledDatabase {
@@ -38,22 +37,12 @@ export interface PassResult {
   statementsAvailable: boolean;
 }
 
-interface PreviousSample {
-  database_id: string;
-  sampled_at: Date;
-  counters: Record<string, string> | null;
-  statement_calls: string | null;
-  statement_exec_ms: number | null;
-}
-
 /** Names per statistics query, and rows per insert. */
 const BATCH = 1000;
 /** Statement timeout of the statistics queries of a pass. */
 const STATS_TIMEOUT_MS = 10000;
 /** The repeatable job's id: one schedule per queue, whoever adds it. */
 const SCHEDULE_JOB_ID = 'telemetry-schedule';
-/** Samples pruned per statement (bounded deletes, repeated until done). */
-const PRUNE_BATCH = 10000;
 
 function chunks<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
@@ -94,7 +83,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger(TelemetrySampler.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly samples: InsightsRepository,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
     private readonly databases: DatabasesService,
@@ -206,11 +195,12 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
 
     let recorded = 0;
     for (const [offset, batch] of chunks(server.databases, BATCH).entries()) {
-      const previous = await this.previousSamples(
+      // The latest sample before `at` (within a day) of each database: the baseline of the deltas.
+      const previous = await this.samples.previousSamples(
         batch.map((d) => d.id),
         at,
       );
-      const rows = batch.map((d, i) => {
+      const rows = batch.map((d, i): NewSample => {
         const prev = previous.get(d.id);
         const c = counters.get(d.physicalName);
         const s = statements?.get(d.physicalName);
@@ -257,7 +247,8 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
           statement_exec_ms_delta: execDelta,
         };
       });
-      recorded += await this.insertSamples(rows, at);
+      // The samples and the storage they add to each database's month, in one statement.
+      recorded += await this.samples.insertSamplesWithStorage(rows, at);
     }
     const result = { sampled: recorded, up: up.filter(Boolean).length, statementsAvailable: statements !== null };
     this.logger.debug({ server: server.key, ...result }, 'telemetry pass');
@@ -267,16 +258,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
   /** Deletes samples older than TELEMETRY_RETENTION_DAYS, in bounded batches. Answers how many. */
   async prune(now = new Date()): Promise<number> {
     const before = new Date(now.getTime() - this.config.env.TELEMETRY_RETENTION_DAYS * 86400_000);
-    let total = 0;
-    for (;;) {
-      const [, count] = await this.dataSource.query<[unknown, number]>(
-        `DELETE FROM database_telemetry_samples
-          WHERE ctid IN (SELECT ctid FROM database_telemetry_samples WHERE sampled_at < $1 LIMIT ${PRUNE_BATCH})`,
-        [before],
-      );
-      total += count;
-      if (count < PRUNE_BATCH) return total;
-    }
+    return this.samples.pruneSamplesBefore(before);
   }
 
   private counterOf(c: DatabaseCounters, name: (typeof ERROR_COUNTERS)[number]): string | null {
@@ -294,56 +276,5 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
       case 'sessions_killed':
         return c.sessionsKilled;
     }
-  }
-
-  /** The latest sample before `at` (within a day) of each database: the baseline of the deltas. */
-  private async previousSamples(ids: string[], at: Date): Promise<Map<string, PreviousSample>> {
-    const rows = await this.dataSource.query<PreviousSample[]>(
-      `SELECT DISTINCT ON (database_id) database_id, sampled_at, counters, statement_calls::text, statement_exec_ms
-         FROM database_telemetry_samples
-        WHERE database_id = ANY($1::uuid[]) AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'
-        ORDER BY database_id, sampled_at DESC`,
-      [ids, at],
-    );
-    return new Map(rows.map((r) => [r.database_id, r]));
-  }
-
-  /**
-   * Inserts the samples and adds their storage to each database's month, in one statement: a
-   * sample already recorded (same database and moment) is skipped and adds nothing.
-   */
-  private async insertSamples(rows: object[], at: Date): Promise<number> {
-    if (!rows.length) return 0;
-    const result = await this.dataSource.query<{ database_id: string }[]>(
-      `WITH input AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(
-           database_id uuid, workspace_id uuid, server_key text, observed_seconds int, up_seconds int,
-           size_bytes bigint, delta_seconds float8, counters jsonb, error_deltas jsonb,
-           statements_available boolean, statement_calls bigint, statement_exec_ms float8,
-           statement_calls_delta bigint, statement_exec_ms_delta float8)
-       ), inserted AS (
-         INSERT INTO database_telemetry_samples (
-           database_id, sampled_at, workspace_id, server_key, observed_seconds, up_seconds, size_bytes,
-           delta_seconds, counters, error_deltas, statements_available, statement_calls, statement_exec_ms,
-           statement_calls_delta, statement_exec_ms_delta)
-         SELECT database_id, $2, workspace_id, server_key, observed_seconds, up_seconds, size_bytes,
-                delta_seconds, counters, error_deltas, statements_available, statement_calls, statement_exec_ms,
-                statement_calls_delta, statement_exec_ms_delta
-           FROM input
-         ON CONFLICT (database_id, sampled_at) DO NOTHING
-         RETURNING database_id, workspace_id, size_bytes, observed_seconds
-       ), stored AS (
-         INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
-         SELECT database_id, to_char($2::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'), workspace_id,
-                size_bytes::numeric * observed_seconds, observed_seconds
-           FROM inserted WHERE size_bytes IS NOT NULL
-         ON CONFLICT (database_id, ym) DO UPDATE
-            SET byte_seconds = database_storage_usage.byte_seconds + EXCLUDED.byte_seconds,
-                observed_seconds = database_storage_usage.observed_seconds + EXCLUDED.observed_seconds
-       )
-       SELECT database_id FROM inserted`,
-      [JSON.stringify(rows), at],
-    );
-    return result.length;
   }
 }

@@ -1,0 +1,186 @@
+import { Injectable } from '@nestjs/common';
+import { MetadataTransactions } from '../database/metadata-transactions';
+
+/** One database's window of samples, cut into buckets of `bucketSeconds` from `start`. */
+export interface SampleWindow {
+  databaseId: string;
+  start: Date;
+  end: Date;
+  bucketSeconds: number;
+}
+
+/** The latest earlier sample of a database: the baseline of the next sample's deltas. */
+export interface PreviousSample {
+  database_id: string;
+  sampled_at: Date;
+  counters: Record<string, string> | null;
+  statement_calls: string | null;
+  statement_exec_ms: number | null;
+}
+
+/** A sample to record (its moment is the pass's, given apart). */
+export interface NewSample {
+  database_id: string;
+  workspace_id: string;
+  server_key: string;
+  observed_seconds: number;
+  up_seconds: number;
+  size_bytes: string | null;
+  delta_seconds: number | null;
+  counters: Record<string, string> | null;
+  error_deltas: Record<string, number> | null;
+  statements_available: boolean;
+  statement_calls: string | null;
+  statement_exec_ms: number | null;
+  statement_calls_delta: string | null;
+  statement_exec_ms_delta: number | null;
+}
+
+/** Samples pruned per statement (bounded deletes, repeated until done). */
+const PRUNE_BATCH = 10000;
+
+/**
+ * Every statement on `database_telemetry_samples` and `database_storage_usage` (habit 15): one
+ * repository for both, since a sample and the storage it adds to its month are written by one
+ * statement. Raw SQL (date_bin buckets, jsonb recordsets, writable CTEs). Statements go through the
+ * transaction the context carries (MetadataTransactions): inside its withTransaction they join it,
+ * outside they run on their own.
+ */
+@Injectable()
+export class InsightsRepository {
+  constructor(private readonly txHost: MetadataTransactions) {}
+
+  /** The latest sample before `at` (within a day) of each database. */
+  async previousSamples(ids: string[], at: Date): Promise<Map<string, PreviousSample>> {
+    const rows = await this.txHost.tx.query<PreviousSample[]>(
+      `SELECT DISTINCT ON (database_id) database_id, sampled_at, counters, statement_calls::text, statement_exec_ms
+         FROM database_telemetry_samples
+        WHERE database_id = ANY($1::uuid[]) AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'
+        ORDER BY database_id, sampled_at DESC`,
+      [ids, at],
+    );
+    return new Map(rows.map((r) => [r.database_id, r]));
+  }
+
+  /**
+   * Inserts the samples and adds their storage to each database's month, in one statement: a
+   * sample already recorded (same database and moment) is skipped and adds nothing. Answers how
+   * many samples were inserted.
+   */
+  async insertSamplesWithStorage(rows: NewSample[], at: Date): Promise<number> {
+    if (!rows.length) return 0;
+    const result = await this.txHost.tx.query<{ database_id: string }[]>(
+      `WITH input AS (
+         SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(
+           database_id uuid, workspace_id uuid, server_key text, observed_seconds int, up_seconds int,
+           size_bytes bigint, delta_seconds float8, counters jsonb, error_deltas jsonb,
+           statements_available boolean, statement_calls bigint, statement_exec_ms float8,
+           statement_calls_delta bigint, statement_exec_ms_delta float8)
+       ), inserted AS (
+         INSERT INTO database_telemetry_samples (
+           database_id, sampled_at, workspace_id, server_key, observed_seconds, up_seconds, size_bytes,
+           delta_seconds, counters, error_deltas, statements_available, statement_calls, statement_exec_ms,
+           statement_calls_delta, statement_exec_ms_delta)
+         SELECT database_id, $2, workspace_id, server_key, observed_seconds, up_seconds, size_bytes,
+                delta_seconds, counters, error_deltas, statements_available, statement_calls, statement_exec_ms,
+                statement_calls_delta, statement_exec_ms_delta
+           FROM input
+         ON CONFLICT (database_id, sampled_at) DO NOTHING
+         RETURNING database_id, workspace_id, size_bytes, observed_seconds
+       ), stored AS (
+         INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
+         SELECT database_id, to_char($2::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'), workspace_id,
+                size_bytes::numeric * observed_seconds, observed_seconds
+           FROM inserted WHERE size_bytes IS NOT NULL
+         ON CONFLICT (database_id, ym) DO UPDATE
+            SET byte_seconds = database_storage_usage.byte_seconds + EXCLUDED.byte_seconds,
+                observed_seconds = database_storage_usage.observed_seconds + EXCLUDED.observed_seconds
+       )
+       SELECT database_id FROM inserted`,
+      [JSON.stringify(rows), at],
+    );
+    return result.length;
+  }
+
+  /** Deletes the samples taken before `before`, in bounded batches. Answers how many. */
+  async pruneSamplesBefore(before: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const [, count] = await this.txHost.tx.query<[unknown, number]>(
+        `DELETE FROM database_telemetry_samples
+          WHERE ctid IN (SELECT ctid FROM database_telemetry_samples WHERE sampled_at < $1 LIMIT ${PRUNE_BATCH})`,
+        [before],
+      );
+      total += count;
+      if (count < PRUNE_BATCH) return total;
+    }
+  }
+
+  /** Up and observed seconds per bucket (buckets without samples left out). */
+  uptimeBuckets(w: SampleWindow): Promise<{ bucket: Date; up: string; observed: string }[]> {
+    return this.txHost.tx.query<{ bucket: Date; up: string; observed: string }[]>(
+      `SELECT date_bin($4::interval, sampled_at, $2) AS bucket, sum(up_seconds)::text AS up,
+              sum(observed_seconds)::text AS observed
+         FROM database_telemetry_samples
+        WHERE database_id = $1 AND sampled_at >= $2 AND sampled_at < $3
+        GROUP BY 1 ORDER BY 1`,
+      [w.databaseId, w.start, w.end, interval(w)],
+    );
+  }
+
+  /** Errors per bucket and counter (the keys of the samples' `error_deltas`). */
+  errorBuckets(w: SampleWindow): Promise<{ bucket: Date; source: string; count: string }[]> {
+    return this.txHost.tx.query<{ bucket: Date; source: string; count: string }[]>(
+      `SELECT date_bin($4::interval, s.sampled_at, $2) AS bucket, e.key AS source, sum(e.value::bigint)::text AS count
+         FROM database_telemetry_samples s CROSS JOIN LATERAL jsonb_each_text(s.error_deltas) e
+        WHERE s.database_id = $1 AND s.sampled_at >= $2 AND s.sampled_at < $3
+        GROUP BY 1, 2 ORDER BY 1, 2`,
+      [w.databaseId, w.start, w.end, interval(w)],
+    );
+  }
+
+  /** Whether the database's latest sample could read pg_stat_statements; undefined when it has none. */
+  async latestStatementsAvailable(databaseId: string): Promise<boolean | undefined> {
+    const [latest] = await this.txHost.tx.query<{ statements_available: boolean }[]>(
+      `SELECT statements_available FROM database_telemetry_samples
+        WHERE database_id = $1 ORDER BY sampled_at DESC LIMIT 1`,
+      [databaseId],
+    );
+    return latest?.statements_available;
+  }
+
+  /** Statement calls, execution milliseconds and seconds per bucket, from samples with statement deltas. */
+  queryPerformanceBuckets(
+    w: SampleWindow,
+  ): Promise<{ bucket: Date; calls: string; exec_ms: number; seconds: number }[]> {
+    return this.txHost.tx.query<{ bucket: Date; calls: string; exec_ms: number; seconds: number }[]>(
+      `SELECT date_bin($4::interval, sampled_at, $2) AS bucket, sum(statement_calls_delta)::text AS calls,
+              sum(statement_exec_ms_delta)::float8 AS exec_ms, sum(delta_seconds)::float8 AS seconds
+         FROM database_telemetry_samples
+        WHERE database_id = $1 AND sampled_at >= $2 AND sampled_at < $3
+          AND statement_calls_delta IS NOT NULL AND delta_seconds > 0
+        GROUP BY 1 ORDER BY 1`,
+      [w.databaseId, w.start, w.end, interval(w)],
+    );
+  }
+
+  /** Each database's byte-seconds in the workspace's month (databases deleted since included). */
+  storageOfMonth(workspaceId: string, ym: string): Promise<{ database_id: string; byte_seconds: string }[]> {
+    return this.txHost.tx.query<{ database_id: string; byte_seconds: string }[]>(
+      `SELECT database_id, byte_seconds::text FROM database_storage_usage
+        WHERE workspace_id = $1 AND ym = $2 ORDER BY database_id`,
+      [workspaceId, ym],
+    );
+  }
+
+  /** Workspaces with storage recorded in any of these months. */
+  async workspacesWithStorage(yms: string[]): Promise<string[]> {
+    const rows = await this.txHost.tx.query<{ workspace_id: string }[]>(
+      'SELECT DISTINCT workspace_id FROM database_storage_usage WHERE ym = ANY($1)',
+      [yms],
+    );
+    return rows.map((r) => r.workspace_id);
+  }
+}
+
+const interval = (w: SampleWindow) => `${w.bucketSeconds} seconds`;
