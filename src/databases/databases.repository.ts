@@ -30,9 +30,9 @@ export class DatabasesRepository {
     return this.txHost.tx.getRepository(DatabaseEntity);
   }
 
-  /** Takes an advisory lock named `key` for the rest of the context's transaction. */
-  lockKey(key: string): Promise<void> {
-    return lockForContextTransaction(this.txHost, key);
+  /** Takes the advisory locks named by `keys` (in that order, one round trip) for the rest of the context's transaction. */
+  lockKeys(...keys: string[]): Promise<void> {
+    return lockForContextTransaction(this.txHost, ...keys);
   }
 
   /** Locks the row (FOR UPDATE / FOR SHARE) for the rest of the context's transaction (refused outside one). */

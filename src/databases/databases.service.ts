@@ -38,6 +38,9 @@ export interface DatabasePage {
  * desired-state rows the lifecycle jobs act on. Runs no SQL on the data plane except the read-only
  * sharding check; building and dropping happen in DatabaseLifecycle.
  */
+/** The advisory lock under which the databases of one workspace are counted against its plan. */
+const planLockKey = (workspace: WorkspaceEntity) => `databases:${workspace.id}`;
+
 @Injectable()
 export class DatabasesService {
   private readonly logger = new Logger(DatabasesService.name);
@@ -73,8 +76,13 @@ export class DatabasesService {
     let entity: DatabaseEntity;
     try {
       entity = await this.txHost.withTransaction(async () => {
-        if (options.withinPlan ?? true) await this.assertRoomInPlan(workspace);
-        await this.placement.lockRegion(dto.region);
+        // The plan's turn, then the region's placement turn, in one round trip.
+        const withinPlan = options.withinPlan ?? true;
+        await this.databases.lockKeys(
+          ...(withinPlan ? [planLockKey(workspace)] : []),
+          this.placement.regionLockKey(dto.region),
+        );
+        if (withinPlan) await this.assertRoomInPlan(workspace);
         const candidates = await this.placement.candidates(dto.region, eligible);
         let serverId: string | undefined;
         let pooled: string | null = null;
@@ -121,11 +129,11 @@ export class DatabasesService {
   }
 
   /**
-   * Refuses a database beyond the workspace's plan. Creates of one workspace take turns (a
-   * transaction-scoped advisory lock held to commit), so parallel creates never pass the limit.
+   * Refuses a database beyond the workspace's plan, under the plan's lock (planLockKey), which the
+   * caller has taken: creates of one workspace take turns (a transaction-scoped advisory lock held to
+   * commit), so parallel creates never pass the limit.
    */
   private async assertRoomInPlan(workspace: WorkspaceEntity): Promise<void> {
-    await this.databases.lockKey(`databases:${workspace.id}`);
     await this.plans.assertRoomFor(workspace.id, 'databases', () => this.databases.countLive(workspace.id));
   }
 
@@ -225,6 +233,7 @@ export class DatabasesService {
     const database = await this.databases.findLiveIn(databaseId, fromWorkspaceId);
     if (!database) throw new ApiException(ErrorCode.EntityNotFound, 'The database of this claim code no longer exists');
     try {
+      await this.databases.lockKeys(planLockKey(target));
       await this.assertRoomInPlan(target);
     } catch (err) {
       if (err instanceof ApiException && err.code === ErrorCode.ThresholdExceeded) {

@@ -43,14 +43,17 @@ export class Placement implements OnModuleInit {
     }
   }
 
-  /** Takes the region's placement turn for the rest of the transaction the context carries. */
-  async lockRegion(region: Region): Promise<void> {
-    await this.databases.lockKey(`placement:${region}`);
+  /**
+   * The advisory lock of the region's placement turn, for the transaction the context carries (the
+   * create takes it together with its plan's lock, in one round trip).
+   */
+  regionLockKey(region: Region): string {
+    return `placement:${region}`;
   }
 
   /**
    * The region's ACTIVE servers (limited to `eligible` when given), best first: most free capacity,
-   * then fewest databases. Read within the transaction the context carries (after lockRegion).
+   * then fewest databases. Read within the transaction the context carries, under the region's lock (regionLockKey).
    */
   async candidates(region: Region, eligible?: Set<string>): Promise<Candidate[]> {
     const active = (await this.servers.activeWithin(region)).filter((s) => !eligible || eligible.has(s.id));
