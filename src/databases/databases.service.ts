@@ -33,14 +33,14 @@ export interface DatabasePage {
   next?: string;
 }
 
+/** The advisory lock under which the databases of one workspace are counted against its plan. */
+const planLockKey = (workspace: WorkspaceEntity) => `databases:${workspace.id}`;
+
 /**
  * The database resource: its rules (names, regions, sharding), its representation, and the
  * desired-state rows the lifecycle jobs act on. Runs no SQL on the data plane except the read-only
  * sharding check; building and dropping happen in DatabaseLifecycle.
  */
-/** The advisory lock under which the databases of one workspace are counted against its plan. */
-const planLockKey = (workspace: WorkspaceEntity) => `databases:${workspace.id}`;
-
 @Injectable()
 export class DatabasesService {
   private readonly logger = new Logger(DatabasesService.name);

@@ -53,7 +53,8 @@ export class Placement implements OnModuleInit {
 
   /**
    * The region's ACTIVE servers (limited to `eligible` when given), best first: most free capacity,
-   * then fewest databases. Read within the transaction the context carries, under the region's lock (regionLockKey).
+   * then fewest databases. Read within the transaction the context carries, under the region's
+   * lock (regionLockKey).
    */
   async candidates(region: Region, eligible?: Set<string>): Promise<Candidate[]> {
     const active = (await this.servers.activeWithin(region)).filter((s) => !eligible || eligible.has(s.id));
