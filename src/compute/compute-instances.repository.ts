@@ -49,10 +49,7 @@ export class ComputeInstancesRepository {
    */
   lock(id: string, databaseId?: string): Promise<ComputeInstanceEntity | null> {
     const query = this.txHost
-      .required('a compute instance row lock')
-      .getRepository(ComputeInstanceEntity)
-      .createQueryBuilder('i')
-      .setLock('pessimistic_write')
+      .rowLocking(ComputeInstanceEntity, 'i', 'a compute instance row lock')
       .where('i.id = :id', { id });
     if (databaseId !== undefined) query.andWhere('i.database_id = :databaseId', { databaseId });
     return query.getOne();

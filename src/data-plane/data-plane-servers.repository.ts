@@ -39,10 +39,7 @@ export class DataPlaneServersRepository {
   /** Locks the row (FOR UPDATE) for the rest of the context's transaction (refused outside one). */
   lock(id: string): Promise<DataPlaneServerEntity | null> {
     return this.txHost
-      .required('a data-plane server row lock')
-      .getRepository(DataPlaneServerEntity)
-      .createQueryBuilder('s')
-      .setLock('pessimistic_write')
+      .rowLocking(DataPlaneServerEntity, 's', 'a data-plane server row lock')
       .where('s.id = :id', { id })
       .getOne();
   }

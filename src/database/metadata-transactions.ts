@@ -1,7 +1,7 @@
 import { Global, Injectable, Module } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 
 /**
  * The metadata database's transaction, carried by the async context (habit 15) instead of an
@@ -44,6 +44,20 @@ export class MetadataTransactions {
     const manager = this.context.getStore();
     if (!manager) throw new Error(`${what} needs a transaction in the context`);
     return manager;
+  }
+
+  /**
+   * A query on `entity` whose rows stay locked (FOR UPDATE, or FOR SHARE with `pessimistic_read`) for
+   * the rest of the context's transaction: the one way repositories take row locks, refused (naming
+   * `what`) outside a transaction, where a lone statement's lock would end with it.
+   */
+  rowLocking<E extends ObjectLiteral>(
+    entity: EntityTarget<E>,
+    alias: string,
+    what: string,
+    mode: 'pessimistic_write' | 'pessimistic_read' = 'pessimistic_write',
+  ): SelectQueryBuilder<E> {
+    return this.required(what).getRepository(entity).createQueryBuilder(alias).setLock(mode);
   }
 
   /** Runs `work` in a transaction: the one the context carries, or a new one committed when it ends. */

@@ -38,10 +38,7 @@ export class DatabasesRepository {
   /** Locks the row (FOR UPDATE / FOR SHARE) for the rest of the context's transaction (refused outside one). */
   lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
     return this.txHost
-      .required('a database row lock')
-      .getRepository(DatabaseEntity)
-      .createQueryBuilder('d')
-      .setLock(mode)
+      .rowLocking(DatabaseEntity, 'd', 'a database row lock', mode)
       .where('d.id = :id', { id })
       .getOne();
   }

@@ -61,10 +61,7 @@ export class DatabaseClaimsRepository {
    */
   lockClaimable(codeHash: string): Promise<DatabaseClaimEntity | null> {
     return this.txHost
-      .required('a claim row lock')
-      .getRepository(DatabaseClaimEntity)
-      .createQueryBuilder('c')
-      .setLock('pessimistic_write')
+      .rowLocking(DatabaseClaimEntity, 'c', 'a claim row lock')
       .where('c.code_hash = :hash AND c.claimed_at IS NULL AND c.expires_at > now() AND c.database_id IS NOT NULL', {
         hash: codeHash,
       })

@@ -104,10 +104,7 @@ export class InvitesRepository {
   /** The invite with this code hash, locked (FOR UPDATE) for the rest of the context's transaction. */
   lockByCodeHash(codeHash: string): Promise<InviteEntity | null> {
     return this.txHost
-      .required('an invite row lock')
-      .getRepository(InviteEntity)
-      .createQueryBuilder('i')
-      .setLock('pessimistic_write')
+      .rowLocking(InviteEntity, 'i', 'an invite row lock')
       .where('i.code_hash = :hash', { hash: codeHash })
       .getOne();
   }

@@ -64,13 +64,7 @@ export class WorkspacesRepository {
 
   /** Locks the workspace row (FOR UPDATE) for the rest of the context's transaction (refused outside one). */
   async lock(id: string): Promise<void> {
-    await this.txHost
-      .required('a workspace row lock')
-      .getRepository(WorkspaceEntity)
-      .createQueryBuilder('w')
-      .setLock('pessimistic_write')
-      .where({ id })
-      .getOne();
+    await this.txHost.rowLocking(WorkspaceEntity, 'w', 'a workspace row lock').where({ id }).getOne();
   }
 
   isMember(workspaceId: string, developerId: string): Promise<boolean> {
