@@ -11,7 +11,7 @@ import type { AuthenticatedDeveloper } from './authenticated-developer';
 import type { AuthenticatingRequest } from './authentication-reads';
 import { SigningKeys } from './signing-keys';
 
-interface AccessTokenPayload {
+export interface AccessTokenPayload {
   sub: string;
   exp?: number;
   scope?: string;
@@ -29,7 +29,8 @@ const bearerToken = ExtractJwt.fromAuthHeaderAsBearerToken();
  *
  * Verifying an RS256 signature is the costliest step of authenticating a request, and a client
  * sends the same token many times: a token that passed is remembered until it expires (at most five
- * minutes), so its next requests skip the verification. Only the verification is remembered: the
+ * minutes), so its next requests skip the verification (JwtAuthGuard asks `remembered` before it
+ * hands a request to passport). Only the verification is remembered: the
  * developer is loaded on every request, so a removed developer loses access at once. Access tokens
  * are not revocable (they are short-lived; refresh tokens are what revocation ends), and the signing
  * key only changes with a restart, which forgets everything remembered.
@@ -56,15 +57,10 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     } as never);
   }
 
-  /** A remembered token goes straight to loading its developer; any other is verified by passport-jwt. */
-  override authenticate(req: Request, options?: object): void {
+  /** The claims of the request's bearer token if passport-jwt verified that token before and it has not expired. */
+  remembered(req: Request): AccessTokenPayload | undefined {
     const token = bearerToken(req);
-    const payload = token ? this.verified.get(token) : undefined;
-    if (!payload) return super.authenticate(req, options);
-    this.load(req, payload).then(
-      (developer) => (developer ? this.success(developer) : this.fail(401)),
-      (err: Error) => this.error(err),
-    );
+    return token ? this.verified.get(token) : undefined;
   }
 
   /** Called by passport-jwt once a token has passed verification. */
@@ -81,7 +77,7 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
    * again; and what the route asks for with AuthenticationReads (its `:databaseName` database, or the
    * caller's workspaces and database ids).
    */
-  private async load(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
+  async load(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
     const reads = (req as AuthenticatingRequest).authenticationReads;
     const slug: unknown = req.params?.workspaceSlug;
     const databaseName: unknown = req.params?.databaseName;
