@@ -35,10 +35,10 @@ type Tracked = ServerResponse & { [SLOT]?: number };
 
 /**
  * The responses under way, in an array where each remembers its index (a removal moves the last one
- * into its place). Not a Set: V8 keeps each hash table a Set outgrows or rehashes, entries and all,
- * linked to its successor, so a Set with an add and a delete per request left dead tables in the
- * old generation pointing at young responses; every scavenge then promoted those requests' objects
- * (about 1 MB per scavenge at the bench's read rate), and major GCs came every few seconds.
+ * into its place). Not a Set: V8 links each hash table a Set replaces (it rehashes as deletions
+ * accumulate) to its successor, entries and all, so a Set with an add and a delete per request left
+ * dead tables in the old generation pointing at young responses, and scavenges promoted those
+ * requests' objects (README, Performance).
  */
 export class InFlight implements Iterable<ServerResponse> {
   private readonly responses: Tracked[] = [];

@@ -14,10 +14,10 @@ import { IS_PUBLIC } from './public.decorator';
  * JwtStrategy) the guard loads its developer itself instead of going through passport's middleware
  * again. That middleware assigns five fresh function literals to an object on every request
  * (`strategy.success = function …`), and V8 allocates a function literal assigned to a property
- * straight into the old generation: each such closure, garbage as soon as the request ends, kept
- * the request's objects alive through the next scavenges until the next major GC, which at the
- * bench's rates meant a major GC every few seconds and the tail latency they cause (README,
- * Performance).
+ * straight into the old generation: each such closure, garbage as soon as the request ends, made
+ * the next scavenge promote the request's objects it reaches (README, Performance: with the
+ * in-flight Set of shutdown.ts, 1.27 MB promoted per scavenge at the bench's read rate, 0.19 MB
+ * after both changes).
  */
 @Injectable()
 export class JwtAuthGuard extends AuthGuard('jwt') {
