@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IsNull, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { overlappingPeriod } from '../database/period-overlap';
 import { ComputeUsagePeriodEntity } from './compute-usage-period.entity';
 
 /**
@@ -41,11 +42,8 @@ export class ComputeUsagePeriodsRepository {
 
   /** The workspace's periods that overlap `[from, to)`, oldest first. */
   overlapping(workspaceId: string, from: Date, to: Date): Promise<ComputeUsagePeriodEntity[]> {
-    return this.repo
-      .createQueryBuilder('p')
-      .where('p.workspace_id = :workspaceId', { workspaceId })
-      .andWhere('p.started_at < :to', { to })
-      .andWhere('(p.ended_at IS NULL OR p.ended_at > :from)', { from })
+    const query = this.repo.createQueryBuilder('p').where('p.workspace_id = :workspaceId', { workspaceId });
+    return overlappingPeriod(query, 'p.started_at', 'p.ended_at', from, to)
       .orderBy('p.started_at', 'ASC')
       .addOrderBy('p.id', 'ASC')
       .getMany();
@@ -53,12 +51,10 @@ export class ComputeUsagePeriodsRepository {
 
   /** Ids of the workspaces with a period overlapping `[from, to)`. */
   async workspacesOverlapping(from: Date, to: Date): Promise<string[]> {
-    const rows = await this.repo
-      .createQueryBuilder('p')
-      .select('DISTINCT p.workspace_id', 'workspace_id')
-      .where('p.started_at < :to', { to })
-      .andWhere('(p.ended_at IS NULL OR p.ended_at > :from)', { from })
-      .getRawMany<{ workspace_id: string }>();
+    const query = this.repo.createQueryBuilder('p').select('DISTINCT p.workspace_id', 'workspace_id');
+    const rows = await overlappingPeriod(query, 'p.started_at', 'p.ended_at', from, to).getRawMany<{
+      workspace_id: string;
+    }>();
     return rows.map((r) => r.workspace_id);
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { overlappingPeriod } from '../database/period-overlap';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { SubscriptionEntity } from './subscription.entity';
 
@@ -65,11 +66,8 @@ export class SubscriptionsRepository {
 
   /** The workspace's rows overlapping `[from, to)`, oldest first. */
   overlapping(workspaceId: string, from: Date, to: Date): Promise<SubscriptionEntity[]> {
-    return this.repo
-      .createQueryBuilder('s')
-      .where('s.workspace_id = :workspaceId', { workspaceId })
-      .andWhere('s.valid_from < :to', { to })
-      .andWhere('(s.valid_to IS NULL OR s.valid_to > :from)', { from })
+    const query = this.repo.createQueryBuilder('s').where('s.workspace_id = :workspaceId', { workspaceId });
+    return overlappingPeriod(query, 's.valid_from', 's.valid_to', from, to)
       .orderBy('s.valid_from', 'ASC')
       .addOrderBy('s.id', 'ASC')
       .getMany();
@@ -77,12 +75,10 @@ export class SubscriptionsRepository {
 
   /** Ids of the workspaces with a row overlapping `[from, to)`. */
   async workspacesOverlapping(from: Date, to: Date): Promise<string[]> {
-    const rows = await this.repo
-      .createQueryBuilder('s')
-      .select('DISTINCT s.workspace_id', 'workspace_id')
-      .where('s.valid_from < :to', { to })
-      .andWhere('(s.valid_to IS NULL OR s.valid_to > :from)', { from })
-      .getRawMany<{ workspace_id: string }>();
+    const query = this.repo.createQueryBuilder('s').select('DISTINCT s.workspace_id', 'workspace_id');
+    const rows = await overlappingPeriod(query, 's.valid_from', 's.valid_to', from, to).getRawMany<{
+      workspace_id: string;
+    }>();
     return rows.map((r) => r.workspace_id);
   }
 }
