@@ -3,6 +3,7 @@ import { Global, Module, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
 import { AppConfig } from '../config/app-config';
 import { JobDispatcher } from './job-dispatcher';
+import { processRejectionsProvider } from './process-rejections';
 import { ALL_QUEUES } from './queue-names';
 import { Reconciler } from './reconciler';
 
@@ -33,7 +34,7 @@ const redisClients = new Set<Redis>();
     }),
     BullModule.registerQueue(...ALL_QUEUES.map((name) => ({ name }))),
   ],
-  providers: [JobDispatcher, Reconciler],
+  providers: [JobDispatcher, Reconciler, processRejectionsProvider],
   exports: [BullModule, JobDispatcher, Reconciler],
 })
 export class QueuesModule implements OnApplicationShutdown {
