@@ -42,6 +42,7 @@ const P = QUICK
       warmupSeconds: 2,
       readSeconds: 2,
       tailSeconds: 4,
+      calibrateSeconds: 2,
       memoryReads: 2_000,
       creates: 2,
       credentials: 3,
@@ -55,6 +56,7 @@ const P = QUICK
       warmupSeconds: 5,
       readSeconds: 10,
       tailSeconds: 20,
+      calibrateSeconds: 5,
       memoryReads: 100_000,
       creates: 6,
       credentials: 10,
@@ -399,7 +401,10 @@ async function main() {
 
   await scenario('tail_latency', '≤ 3', async () => {
     if (!maxReadRate) throw new Error('read_database gave no maximum rate');
-    const rate = Math.round(maxReadRate * 0.7);
+    // This machine's speed drifts within minutes (see the README's Results): the maximum is measured
+    // again right before, and the rate is 70% of the lower of the two.
+    const fresh = countReads(await reads(ours, readPath, P.calibrateSeconds)).requests.average;
+    const rate = Math.round(Math.min(maxReadRate, fresh) * 0.7);
     const r = countReads(
       await S.fixedRate({
         url: ours + readPath,
@@ -419,6 +424,10 @@ async function main() {
     });
     const ratio = r.latency.p99 / r.latency.p50;
     const tail = (x) => `p99 ${fmt(x.latency.p99, 1)} ms ÷ p50 ${fmt(x.latency.p50, 1)} ms`;
+    // An open-loop run the server did not keep up with measures its queue, not its tail (the p50
+    // grows with the backlog and the ratio shrinks): such a run never counts as met.
+    const keptUp = (x) => x.requests.average >= rate * 0.95;
+    const saturated = [keptUp(r) ? '' : 'ours', keptUp(b) ? '' : 'the baseline'].filter(Boolean);
     record({
       scenario: 'tail_latency',
       metric: `p99 ÷ p50 of ${readPath.replace('bench_read1', '{name}')} at a fixed ${rate} req/s (70% of the max), ${P.tailSeconds} s, open loop`,
@@ -427,8 +436,15 @@ async function main() {
       baseline: b.latency.p99 / b.latency.p50,
       ratio,
       target: '≤ 3',
-      met: ratio <= 3,
-      note: `open-loop fixed rate, latency from each request's due time; ours ${tail(r)} at ${fmt(r.requests.average)} req/s, baseline ${tail(b)}`,
+      met: keptUp(r) && ratio <= 3,
+      note: [
+        saturated.length
+          ? `NOT VALID: ${saturated.join(' and ')} fell behind the offered ${rate} req/s (the machine slowed down since the maximum was measured)`
+          : '',
+        `open-loop fixed rate, latency from each request's due time; ours ${tail(r)} at ${fmt(r.requests.average)} req/s, baseline ${tail(b)} at ${fmt(b.requests.average)} req/s`,
+      ]
+        .filter(Boolean)
+        .join('; '),
       oursText: tail(r),
       baselineText: tail(b),
     });
@@ -576,10 +592,14 @@ async function main() {
 
   await scenario('invite_emails', '≥ 0.9', async () => {
     let batchNo = 0;
-    const invitesOurs = async (count = P.invites) => {
-      const tag = `ours${++batchNo}`;
-      const t0 = performance.now();
-      const arrived = sink.received(tag, count, 120_000);
+    // Each round also reports the server's CPU per e-mail (user + system, from /proc): what one core
+    // spends per message on each side, which the machine's other load barely moves.
+    const withCpu = async (pid, count, fn) => {
+      const before = S.cpuSecondsOf(pid);
+      const rate = await fn();
+      return { rate, cpuMicros: ((S.cpuSecondsOf(pid) - before) * 1e6) / count };
+    };
+    const postInvites = async (tag, count) => {
       let next = 0;
       const sender = async () => {
         while (next < count) {
@@ -594,7 +614,35 @@ async function main() {
         }
       };
       await Promise.all(Array.from({ length: 4 }, sender));
+    };
+    const invitesOurs = async (count = P.invites) => {
+      const tag = `ours${++batchNo}`;
+      const t0 = performance.now();
+      const arrived = sink.received(tag, count, 120_000);
+      await postInvites(tag, count);
       return (count / ((await arrived) - t0)) * 1000;
+    };
+    // The same work taken apart, to say where ours spends what the baseline does not: the POSTs with
+    // the service's invite queue paused (an e-mail is owed, none is sent), then the deliveries alone
+    // once it resumes. Not scored; reported beside the ratio.
+    const invitesApart = async (inviteQueue, count = P.invites) => {
+      const tag = `apart${++batchNo}`;
+      await inviteQueue.pause();
+      const c0 = S.cpuSecondsOf(servicePid);
+      const t0 = performance.now();
+      await postInvites(tag, count);
+      const t1 = performance.now();
+      const c1 = S.cpuSecondsOf(servicePid);
+      const arrived = sink.received(tag, count, 120_000);
+      await inviteQueue.resume();
+      const t2 = await arrived;
+      const c2 = S.cpuSecondsOf(servicePid);
+      return {
+        posts: (count / (t1 - t0)) * 1000,
+        deliveries: (count / (t2 - t1)) * 1000,
+        cpuPerPost: ((c1 - c0) * 1e6) / count,
+        cpuPerDelivery: ((c2 - c1) * 1e6) / count,
+      };
     };
     const invitesRaw = async (count = P.invites) => {
       const tag = `raw${++batchNo}`;
@@ -611,11 +659,24 @@ async function main() {
     await invitesRaw();
     const r = await S.interleave(
       P.rounds,
-      () => invitesOurs(),
-      () => invitesRaw(),
+      () => withCpu(servicePid, P.invites, () => invitesOurs()),
+      () => withCpu(procs['invite-emails'].child.pid, P.invites, () => invitesRaw()),
     );
-    const o = S.median(r.ours);
-    const b = S.median(r.baseline);
+    const o = S.median(r.ours.map((x) => x.rate));
+    const b = S.median(r.baseline.map((x) => x.rate));
+    const cpu = (xs) => fmt(S.median(xs.map((x) => x.cpuMicros)));
+    const apart = [];
+    const inviteQueue = new (require('bull'))('invite-email', REDIS_URL, { prefix: queuePrefix });
+    try {
+      for (let i = 0; i < P.rounds; i++) apart.push(await invitesApart(inviteQueue));
+    } finally {
+      await inviteQueue.close();
+    }
+    const m = (key) => S.median(apart.map((x) => x[key]));
+    console.log(
+      `  invite_emails apart: POSTs alone ${fmt(m('posts'))}/s at ${fmt(m('cpuPerPost'))} µs CPU each; ` +
+        `deliveries alone ${fmt(m('deliveries'))} mail/s (${fmt(m('deliveries') / b, 2)} of the baseline) at ${fmt(m('cpuPerDelivery'))} µs CPU each`,
+    );
     record({
       scenario: 'invite_emails',
       metric: `e-mails per second to a local SMTP sink, median of ${P.rounds} rounds of ${P.invites}`,
@@ -625,7 +686,10 @@ async function main() {
       ratio: o / b,
       target: '≥ 0.9',
       met: o / b >= 0.9,
-      note: 'ours: POST invites (4 in flight) until the last e-mail arrives; baseline: sequential nodemailer sends over the same pooled transport',
+      note:
+        `ours: POST invites (4 in flight) until the last e-mail arrives; baseline: sequential nodemailer sends over the same pooled transport; ` +
+        `server CPU ${cpu(r.ours)} µs/e-mail vs ${cpu(r.baseline)} µs; taken apart, ours: POSTs alone ${fmt(m('cpuPerPost'))} µs CPU each, ` +
+        `deliveries alone ${fmt(m('deliveries'), 1)} mail/s at ${fmt(m('cpuPerDelivery'))} µs CPU each`,
       oursText: `${fmt(o, 1)} mail/s`,
       baselineText: `${fmt(b, 1)} mail/s`,
     });

@@ -277,6 +277,7 @@ module.exports = {
   startNode,
   stopNode,
   rssOf,
+  cpuSecondsOf,
   withCpuPerRequest,
   cannon,
   load,
