@@ -10,9 +10,31 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
  * Same pool, same timeouts, and the same errors for the outage check (pg's own, which
  * isDependencyOutage reads). Not for writes (see writeRows) or anything inside a transaction.
  */
-export async function readRows<T>(dataSource: DataSource, sql: string, params: unknown[]): Promise<T[]> {
-  const { rows } = await metadataPool(dataSource).query(sql, params);
+export async function readRows<T>(
+  dataSource: DataSource,
+  statement: string | PreparedRead,
+  params: unknown[],
+): Promise<T[]> {
+  const pool = metadataPool(dataSource);
+  const { rows } =
+    typeof statement === 'string'
+      ? await pool.query(statement, params)
+      : await pool.query({ name: statement.name, text: statement.text, values: params });
   return rows as T[];
+}
+
+/**
+ * A read that each pool connection keeps prepared (a named statement): PostgreSQL parses and plans
+ * it once per connection instead of at every request. For the constant statements every request
+ * sends: planning the authentication read (developer, membership and workspace, and the database
+ * when the route names one, in one statement) took 0.6–0.9 ms of PostgreSQL's CPU at each request,
+ * several times what running it takes (measured here: 775–945 µs a round trip unnamed, 235–250 µs
+ * named), and on a machine the service shares with PostgreSQL that CPU is the requests'. The name
+ * must be unique to the text (pg refuses one name for two statements).
+ */
+export interface PreparedRead {
+  name: string;
+  text: string;
 }
 
 /**

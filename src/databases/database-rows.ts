@@ -27,10 +27,17 @@ export function prefixedDatabaseColumns(alias: string): string {
   return COLUMN_NAMES.map((column) => `${alias}.${column} AS db_${column}`).join(', ');
 }
 
-/** The database in a row read with prefixedDatabaseColumns; null when the row has none. */
+const PREFIXED = COLUMN_NAMES.map((column) => [column, `db_${column}`] as const);
+
+/**
+ * The database in a row read with prefixedDatabaseColumns; null when the row has none. On every
+ * request that names a database (authentication reads it): the prefixed names are made once.
+ */
 export function prefixedDatabase(row: Record<string, unknown>): DatabaseEntity | null {
   if (row.db_id === null || row.db_id === undefined) return null;
-  return toDatabase(Object.fromEntries(COLUMN_NAMES.map((c) => [c, row[`db_${c}`]])) as unknown as DatabaseRow);
+  const unprefixed: Record<string, unknown> = {};
+  for (const [column, prefixed] of PREFIXED) unprefixed[column] = row[prefixed];
+  return toDatabase(unprefixed as unknown as DatabaseRow);
 }
 
 /** A `databases` row as raw SQL returns it. */

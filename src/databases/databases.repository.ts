@@ -1,11 +1,25 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, IsNull, LessThanOrEqual, Not, type Repository } from 'typeorm';
-import { readRows } from '../database/hot-query';
+import { type PreparedRead, readRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { DATABASE_COLUMNS, type DatabaseRow, toDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
+
+/** The hot reads below, kept prepared on each pool connection (PreparedRead). */
+const IDS_OF_WORKSPACES: PreparedRead = {
+  name: 'database_ids_of_workspaces',
+  text: `SELECT id, workspace_id FROM databases
+          WHERE workspace_id = ANY($1::uuid[]) AND deleted IS NULL
+          ORDER BY created ASC, id ASC`,
+};
+const OPERABLE_DATABASE: PreparedRead = {
+  name: 'database_operable',
+  text: `SELECT ${DATABASE_COLUMNS} FROM databases
+          WHERE workspace_id = $1 AND name = $2 AND finalized IS NULL
+          ORDER BY deleted DESC NULLS FIRST LIMIT 1`,
+};
 
 /** How full a server is: customer databases not yet finalized, and warm-pool entries. */
 export interface ServerUsage {
@@ -119,13 +133,7 @@ export class DatabasesRepository {
    * on the pool: a developer may see 100k databases, which entities would cost seconds to build.
    */
   idsOfWorkspaces(workspaceIds: string[]): Promise<{ id: string; workspace_id: string }[]> {
-    return readRows<{ id: string; workspace_id: string }>(
-      this.dataSource,
-      `SELECT id, workspace_id FROM databases
-        WHERE workspace_id = ANY($1::uuid[]) AND deleted IS NULL
-        ORDER BY created ASC, id ASC`,
-      [workspaceIds],
-    );
+    return readRows<{ id: string; workspace_id: string }>(this.dataSource, IDS_OF_WORKSPACES, [workspaceIds]);
   }
 
   /**
@@ -133,13 +141,7 @@ export class DatabasesRepository {
    * finalized. On every operation on a database: one indexed statement, raw rows, on the pool.
    */
   async findOperable(workspaceId: string, name: string): Promise<DatabaseEntity | null> {
-    const [row] = await readRows<DatabaseRow>(
-      this.dataSource,
-      `SELECT ${DATABASE_COLUMNS} FROM databases
-        WHERE workspace_id = $1 AND name = $2 AND finalized IS NULL
-        ORDER BY deleted DESC NULLS FIRST LIMIT 1`,
-      [workspaceId, name],
-    );
+    const [row] = await readRows<DatabaseRow>(this.dataSource, OPERABLE_DATABASE, [workspaceId, name]);
     return row ? toDatabase(row) : null;
   }
 

@@ -1,11 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, In, IsNull, type Repository } from 'typeorm';
-import { readRows } from '../database/hot-query';
+import { type PreparedRead, readRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { DeveloperEntity, type DeveloperKind } from './developer.entity';
 
 export type DeveloperIdentity = Pick<DeveloperEntity, 'id' | 'email' | 'kind'>;
+
+const ACTIVE_DEVELOPER: PreparedRead = {
+  name: 'developer_active',
+  text: 'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL',
+};
 
 /**
  * The statements on `developers` (habit 15), but for the authentication joins, which stay with
@@ -29,11 +34,10 @@ export class DevelopersRepository {
    * there (a second pool connection per transaction can exhaust the pool).
    */
   async findActive(id: string): Promise<DeveloperIdentity | null> {
-    const sql = 'SELECT id, email, kind FROM developers WHERE id = $1 AND deleted IS NULL';
     const manager = this.txHost.carried;
     const rows = manager
-      ? await manager.query<DeveloperIdentity[]>(sql, [id])
-      : await readRows<DeveloperIdentity>(this.dataSource, sql, [id]);
+      ? await manager.query<DeveloperIdentity[]>(ACTIVE_DEVELOPER.text, [id])
+      : await readRows<DeveloperIdentity>(this.dataSource, ACTIVE_DEVELOPER, [id]);
     return rows[0] ?? null;
   }
 

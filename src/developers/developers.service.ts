@@ -8,7 +8,7 @@ import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password
 import { randomToken } from '../common/crypto/tokens';
 import { isUuid } from '../common/http/uuid';
 import type { OwnWorkspaces } from '../auth/authentication-reads';
-import { readRows } from '../database/hot-query';
+import { type PreparedRead, readRows } from '../database/hot-query';
 import { prefixedDatabase, prefixedDatabaseColumns } from '../databases/database-rows';
 import type { DatabaseEntity } from '../databases/database.entity';
 import { toWorkspace, type WorkspaceRow } from '../workspaces/workspace-rows';
@@ -32,6 +32,51 @@ const MAX_PASSWORD_LENGTH = 1024;
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
+
+/**
+ * findActiveWithWorkspace's statement, without and with the database (see there): sent on nearly
+ * every request, so it is made once and kept prepared (PreparedRead).
+ */
+function activeWithWorkspace(withDatabase: boolean): PreparedRead {
+  const name = withDatabase ? 'auth_workspace_database' : 'auth_workspace';
+  const text = `SELECT d.id, d.email, d.kind,
+              w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created${
+                withDatabase ? `, ${prefixedDatabaseColumns('db')}` : ''
+              }
+         FROM developers d
+         LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id)
+                ON m.developer_id = d.id AND w.slug = $2${
+                  withDatabase
+                    ? `
+         LEFT JOIN LATERAL (SELECT * FROM databases
+                             WHERE workspace_id = w.id AND name = $3 AND finalized IS NULL
+                             ORDER BY deleted DESC NULLS FIRST LIMIT 1) db ON true`
+                    : ''
+                }
+        WHERE d.id = $1 AND d.deleted IS NULL`;
+  return { name, text };
+}
+const ACTIVE_WITH_WORKSPACE = activeWithWorkspace(false);
+const ACTIVE_WITH_WORKSPACE_AND_DATABASE = activeWithWorkspace(true);
+
+/** findActiveWithWorkspaces's statement (see there): `/developers/me`, kept prepared (PreparedRead). */
+const DEVELOPER_WITH_WORKSPACES: PreparedRead = {
+  name: 'developer_with_workspaces',
+  text: `SELECT d.id, d.email, d.kind,
+          w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created,
+          -- Aggregated from an ordered subquery (nothing else at its level), which keeps the
+          -- order and lets PostgreSQL read the live-databases index in order instead of sorting.
+          -- As JSON text (a UUID's text needs no escaping), not a json column: pg would parse
+          -- it into a string per id, which the response would then serialize again.
+          (SELECT string_agg('"' || x.id || '"', ',')
+             FROM (SELECT id FROM databases
+                    WHERE workspace_id = w.id AND deleted IS NULL
+                    ORDER BY created, id) x) AS database_ids
+       FROM developers d
+       LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id) ON m.developer_id = d.id
+      WHERE d.id = $1 AND d.deleted IS NULL
+      ORDER BY w.created ASC, w.id ASC`,
+};
 
 /** PostgreSQL text cannot hold a NUL character, so such an e-mail address matches nobody. */
 function isStorableText(value: string): boolean {
@@ -80,21 +125,7 @@ export class DevelopersService {
       DeveloperIdentity & { workspace_id: string | null } & Omit<WorkspaceRow, 'id'> & Record<string, unknown>
     >(
       this.dataSource,
-      `SELECT d.id, d.email, d.kind,
-              w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created${
-                withDatabase ? `, ${prefixedDatabaseColumns('db')}` : ''
-              }
-         FROM developers d
-         LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id)
-                ON m.developer_id = d.id AND w.slug = $2${
-                  withDatabase
-                    ? `
-         LEFT JOIN LATERAL (SELECT * FROM databases
-                             WHERE workspace_id = w.id AND name = $3 AND finalized IS NULL
-                             ORDER BY deleted DESC NULLS FIRST LIMIT 1) db ON true`
-                    : ''
-                }
-        WHERE d.id = $1 AND d.deleted IS NULL`,
+      withDatabase ? ACTIVE_WITH_WORKSPACE_AND_DATABASE : ACTIVE_WITH_WORKSPACE,
       withDatabase ? [id, slug.toLowerCase(), databaseName] : [id, slug.toLowerCase()],
     );
     const row = rows[0];
@@ -118,20 +149,7 @@ export class DevelopersService {
       DeveloperIdentity & { workspace_id: string | null; database_ids: string | null } & Omit<WorkspaceRow, 'id'>
     >(
       this.dataSource,
-      `SELECT d.id, d.email, d.kind,
-              w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created,
-              -- Aggregated from an ordered subquery (nothing else at its level), which keeps the
-              -- order and lets PostgreSQL read the live-databases index in order instead of sorting.
-              -- As JSON text (a UUID's text needs no escaping), not a json column: pg would parse
-              -- it into a string per id, which the response would then serialize again.
-              (SELECT string_agg('"' || x.id || '"', ',')
-                 FROM (SELECT id FROM databases
-                        WHERE workspace_id = w.id AND deleted IS NULL
-                        ORDER BY created, id) x) AS database_ids
-         FROM developers d
-         LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id) ON m.developer_id = d.id
-        WHERE d.id = $1 AND d.deleted IS NULL
-        ORDER BY w.created ASC, w.id ASC`,
+      DEVELOPER_WITH_WORKSPACES,
       [id],
     );
     if (!rows[0]) return null;

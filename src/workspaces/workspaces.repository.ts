@@ -1,11 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type Repository } from 'typeorm';
-import { readRows } from '../database/hot-query';
+import { type PreparedRead, readRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { toWorkspace, type WorkspaceRow } from './workspace-rows';
 import { WorkspaceMemberEntity } from './workspace-member.entity';
 import { WorkspaceEntity } from './workspace.entity';
+
+/** findForMember's statement, kept prepared on each pool connection (PreparedRead). */
+const WORKSPACE_FOR_MEMBER: PreparedRead = {
+  name: 'workspace_for_member',
+  text: `SELECT w.id, w.name, w.slug, w.billing_customer_id, w.created
+           FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id AND m.developer_id = $1
+          WHERE w.slug = $2`,
+};
 
 /**
  * Every statement on `workspaces` and `workspace_members` (habit 15). Statements go through the
@@ -52,13 +60,7 @@ export class WorkspacesRepository {
    * workspace-scoped request: one indexed statement, raw rows on the pool.
    */
   async findForMember(slug: string, developerId: string): Promise<WorkspaceEntity | null> {
-    const rows = await readRows<WorkspaceRow>(
-      this.dataSource,
-      `SELECT w.id, w.name, w.slug, w.billing_customer_id, w.created
-         FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id AND m.developer_id = $1
-        WHERE w.slug = $2`,
-      [developerId, slug],
-    );
+    const rows = await readRows<WorkspaceRow>(this.dataSource, WORKSPACE_FOR_MEMBER, [developerId, slug]);
     return rows[0] ? toWorkspace(rows[0]) : null;
   }
 
