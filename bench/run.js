@@ -425,9 +425,9 @@ async function main() {
     const ratio = r.latency.p99 / r.latency.p50;
     const tail = (x) => `p99 ${fmt(x.latency.p99, 1)} ms ÷ p50 ${fmt(x.latency.p50, 1)} ms`;
     // An open-loop run the server did not keep up with measures its queue, not its tail (the p50
-    // grows with the backlog and the ratio shrinks): such a run never counts as met.
+    // grows with the backlog and the ratio shrinks): such a run of ours never counts as met. The
+    // baseline's figures are for reference; when it fell behind (ours can be the faster), they say so.
     const keptUp = (x) => x.requests.average >= rate * 0.95;
-    const saturated = [keptUp(r) ? '' : 'ours', keptUp(b) ? '' : 'the baseline'].filter(Boolean);
     record({
       scenario: 'tail_latency',
       metric: `p99 ÷ p50 of ${readPath.replace('bench_read1', '{name}')} at a fixed ${rate} req/s (70% of the max), ${P.tailSeconds} s, open loop`,
@@ -438,9 +438,10 @@ async function main() {
       target: '≤ 3',
       met: keptUp(r) && ratio <= 3,
       note: [
-        saturated.length
-          ? `NOT VALID: ${saturated.join(' and ')} fell behind the offered ${rate} req/s (the machine slowed down since the maximum was measured)`
-          : '',
+        keptUp(r)
+          ? ''
+          : `NOT VALID: ours fell behind the offered ${rate} req/s (the machine slowed down since the maximum was measured)`,
+        keptUp(b) ? '' : `the baseline fell behind the offered rate: its figures measure a queue`,
         `open-loop fixed rate, latency from each request's due time; ours ${tail(r)} at ${fmt(r.requests.average)} req/s, baseline ${tail(b)} at ${fmt(b.requests.average)} req/s`,
       ]
         .filter(Boolean)
