@@ -593,13 +593,6 @@ async function main() {
 
   await scenario('invite_emails', '≥ 0.9', async () => {
     let batchNo = 0;
-    // Each round also reports the server's CPU per e-mail (user + system, from /proc): what one core
-    // spends per message on each side, which the machine's other load barely moves.
-    const withCpu = async (pid, count, fn) => {
-      const before = S.cpuSecondsOf(pid);
-      const rate = await fn();
-      return { rate, cpuMicros: ((S.cpuSecondsOf(pid) - before) * 1e6) / count };
-    };
     const postInvites = async (tag, count) => {
       let next = 0;
       const sender = async () => {
@@ -629,20 +622,22 @@ async function main() {
     const invitesApart = async (inviteQueue, count = P.invites) => {
       const tag = `apart${++batchNo}`;
       await inviteQueue.pause();
-      const c0 = S.cpuSecondsOf(servicePid);
-      const t0 = performance.now();
-      await postInvites(tag, count);
-      const t1 = performance.now();
-      const c1 = S.cpuSecondsOf(servicePid);
-      const arrived = sink.received(tag, count, 120_000);
-      await inviteQueue.resume();
-      const t2 = await arrived;
-      const c2 = S.cpuSecondsOf(servicePid);
+      const posting = await S.cpuMicrosDuring(servicePid, async () => {
+        const t0 = performance.now();
+        await postInvites(tag, count);
+        return (count / (performance.now() - t0)) * 1000;
+      });
+      const delivering = await S.cpuMicrosDuring(servicePid, async () => {
+        const t0 = performance.now();
+        const arrived = sink.received(tag, count, 120_000);
+        await inviteQueue.resume();
+        return (count / ((await arrived) - t0)) * 1000;
+      });
       return {
-        posts: (count / (t1 - t0)) * 1000,
-        deliveries: (count / (t2 - t1)) * 1000,
-        cpuPerPost: ((c1 - c0) * 1e6) / count,
-        cpuPerDelivery: ((c2 - c1) * 1e6) / count,
+        posts: posting.result,
+        deliveries: delivering.result,
+        cpuPerPost: posting.cpuMicros / count,
+        cpuPerDelivery: delivering.cpuMicros / count,
       };
     };
     const invitesRaw = async (count = P.invites) => {
@@ -658,14 +653,15 @@ async function main() {
     // after a warm-up of five).
     await invitesOurs();
     await invitesRaw();
+    // Each round also reports the server's CPU per e-mail: what one core spends per message on each side.
     const r = await S.interleave(
       P.rounds,
-      () => withCpu(servicePid, P.invites, () => invitesOurs()),
-      () => withCpu(procs['invite-emails'].child.pid, P.invites, () => invitesRaw()),
+      () => S.cpuMicrosDuring(servicePid, () => invitesOurs()),
+      () => S.cpuMicrosDuring(procs['invite-emails'].child.pid, () => invitesRaw()),
     );
-    const o = S.median(r.ours.map((x) => x.rate));
-    const b = S.median(r.baseline.map((x) => x.rate));
-    const cpu = (xs) => fmt(S.median(xs.map((x) => x.cpuMicros)));
+    const o = S.median(r.ours.map((x) => x.result));
+    const b = S.median(r.baseline.map((x) => x.result));
+    const cpu = (xs) => fmt(S.median(xs.map((x) => x.cpuMicros / P.invites)));
     const apart = [];
     const inviteQueue = new (require('bull'))('invite-email', REDIS_URL, { prefix: queuePrefix });
     try {

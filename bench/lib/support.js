@@ -78,13 +78,19 @@ function cpuSecondsOf(pid) {
 }
 
 /**
- * Runs `fn` (an autocannon run) and adds to its result the server's CPU microseconds per request:
- * a measure of the work per request that another process's load on the machine barely moves.
+ * Runs `fn` and returns its result with the CPU microseconds (user + system) process `pid` used
+ * meanwhile: a measure of the work done that another process's load on the machine barely moves.
  */
-async function withCpuPerRequest(pid, fn) {
+async function cpuMicrosDuring(pid, fn) {
   const before = cpuSecondsOf(pid);
-  const r = await fn();
-  r.cpuMicrosPerRequest = ((cpuSecondsOf(pid) - before) * 1e6) / r.requests.total;
+  const result = await fn();
+  return { result, cpuMicros: (cpuSecondsOf(pid) - before) * 1e6 };
+}
+
+/** Runs `fn` (an autocannon run) and adds to its result the server's CPU microseconds per request. */
+async function withCpuPerRequest(pid, fn) {
+  const { result: r, cpuMicros } = await cpuMicrosDuring(pid, fn);
+  r.cpuMicrosPerRequest = cpuMicros / r.requests.total;
   return r;
 }
 
@@ -277,7 +283,7 @@ module.exports = {
   startNode,
   stopNode,
   rssOf,
-  cpuSecondsOf,
+  cpuMicrosDuring,
   withCpuPerRequest,
   cannon,
   load,
