@@ -423,18 +423,21 @@ async function main() {
     // An open-loop round the server did not keep up with measured its queue, not its tail (the p50
     // grows with the backlog and the ratio shrinks): such rounds are left out, and unless most
     // rounds of ours kept up the scenario never counts as met.
+    const ratioOf = (x) => x.latency.p99 / x.latency.p50;
     const summary = (rounds, rate) => {
       const kept = rounds.filter((x) => x.requests.average >= rate * 0.95);
-      const ratios = kept.map((x) => x.latency.p99 / x.latency.p50);
+      const ratios = kept.map(ratioOf);
       const median = ratios.length ? S.median(ratios) : null;
       // The round whose ratio is nearest the median, for the milliseconds shown beside it.
-      const gap = (x) => Math.abs(x.latency.p99 / x.latency.p50 - median);
+      const gap = (x) => Math.abs(ratioOf(x) - median);
       const mid = kept.reduce((best, x) => (gap(x) < gap(best) ? x : best), kept[0]);
-      return { kept: kept.length, ratios, median, mid };
+      return { rate, kept: kept.length, ratios, median, mid };
     };
     const o = summary(r.ours, rates.ours);
     const b = summary(r.baseline, rates.baseline);
-    const list = (s) => s.ratios.map((x) => fmt(x, 1)).join(', ') || 'none';
+    const rounds = (s) =>
+      `at ${fmt(s.rate)} req/s, rounds ${s.ratios.map((x) => fmt(x, 1)).join(', ') || 'none'}` +
+      (s.kept < P.rounds ? ` (${P.rounds - s.kept} fell behind)` : '');
     const tail = (s) =>
       s.median === null
         ? 'no valid round'
@@ -451,9 +454,7 @@ async function main() {
       met: enough && o.median <= 3,
       note: [
         enough ? '' : `NOT VALID: ours kept up with ${rates.ours} req/s in only ${o.kept} of ${P.rounds} rounds`,
-        `open-loop fixed rate, latency from each request's due time; ours at ${fmt(rates.ours)} req/s, rounds ${list(o)}` +
-          `${o.kept < P.rounds ? ` (${P.rounds - o.kept} fell behind)` : ''}; baseline at ${fmt(rates.baseline)} req/s, rounds ${list(b)}` +
-          `${b.kept < P.rounds ? ` (${P.rounds - b.kept} fell behind)` : ''}`,
+        `open-loop fixed rate, latency from each request's due time; ours ${rounds(o)}; baseline ${rounds(b)}`,
       ]
         .filter(Boolean)
         .join('; '),
