@@ -66,6 +66,12 @@ const P = QUICK
       listRequests: 100,
     };
 const SMALL_DATABASES = 1_000;
+/** The V8 flags `npm start` runs the service with (package.json): the bench measures what production runs. */
+const START_FLAGS = require('../package.json')
+  .scripts.start.replace(/^node\s+/, '')
+  .replace(/\s*dist\/src\/\w+\.js$/, '')
+  .split(/\s+/)
+  .filter(Boolean);
 const CONNECTIONS = 32;
 const REGION = 'AWS_US_WEST_2';
 const POOL_SIZE = process.env.DATABASE_POOL_SIZE ?? '4';
@@ -240,7 +246,7 @@ async function main() {
   procs.service = S.startNode(
     [
       ...profiling('service'),
-      '--max-semi-space-size=16', // as `npm start` and the image
+      ...START_FLAGS,
       ...(process.env.BENCH_SERVICE_FLAGS ? process.env.BENCH_SERVICE_FLAGS.split(' ') : []),
       '--expose-gc',
       '--require',
