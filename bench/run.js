@@ -421,11 +421,19 @@ async function main() {
       S.fixedRate({ url: base + readPath, headers: a.auth, rate, seconds: P.tailSeconds, connections: CONNECTIONS });
     // Rounds alternate, as in every compared scenario: one stall of the machine (the baseline's own
     // p99 ÷ p50 has ranged from 3 to over 25 here) then moves one round, not the figure.
-    const r = await S.interleave(
-      P.rounds,
-      async () => countReads(await atFixedRate(ours, rates.ours)),
-      () => atFixedRate(raw.reads, rates.baseline),
-    );
+    const alternate = (oursRate, baselineRate) =>
+      S.interleave(
+        P.rounds,
+        async () => countReads(await atFixedRate(ours, oursRate)),
+        () => atFixedRate(raw.reads, baselineRate),
+      );
+    const r = await alternate(rates.ours, rates.baseline);
+    // Not scored: both sides at one rate, 70% of the slower side's maximum. Ours, being the faster,
+    // runs its 70% at more requests a second, which loads PostgreSQL and the load generator (sharing
+    // the other core) more than the baseline's rounds do; at one rate that difference is gone, and
+    // what remains is each side's own tail.
+    const sameRate = Math.min(rates.ours, rates.baseline);
+    const same = await alternate(sameRate, sameRate);
     // An open-loop round the server did not keep up with measured its queue, not its tail (the p50
     // grows with the backlog and the ratio shrinks): such rounds are left out, and unless most
     // rounds of ours kept up the scenario never counts as met.
@@ -441,6 +449,8 @@ async function main() {
     };
     const o = summary(r.ours, rates.ours);
     const b = summary(r.baseline, rates.baseline);
+    const oSame = summary(same.ours, sameRate);
+    const bSame = summary(same.baseline, sameRate);
     const rounds = (s) =>
       `at ${fmt(s.rate)} req/s, rounds ${s.ratios.map((x) => fmt(x, 1)).join(', ') || 'none'}` +
       (s.kept < P.rounds ? ` (${P.rounds - s.kept} fell behind)` : '');
@@ -461,6 +471,7 @@ async function main() {
       note: [
         enough ? '' : `NOT VALID: ours kept up with ${rates.ours} req/s in only ${o.kept} of ${P.rounds} rounds`,
         `open-loop fixed rate, latency from each request's due time; ours ${rounds(o)}; baseline ${rounds(b)}`,
+        `not scored, both at one rate: ours median ${fmt(oSame.median, 1)}, ${rounds(oSame)}; baseline median ${fmt(bSame.median, 1)}, ${rounds(bSame)}`,
       ]
         .filter(Boolean)
         .join('; '),
