@@ -4,7 +4,7 @@ import { DataSource, type Repository } from 'typeorm';
 import type { Region } from '../config/regions';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
-import { DataPlaneServerEntity, DataPlaneServerState } from './data-plane-server.entity';
+import { DataPlaneServerEntity } from './data-plane-server.entity';
 
 /**
  * Every statement on `data_plane_servers` (habit 15). Statements go through the transaction the
@@ -55,14 +55,6 @@ export class DataPlaneServersRepository {
   /** Every server, oldest first (on the pool). */
   all(): Promise<DataPlaneServerEntity[]> {
     return this.onPool.find({ order: { created: 'ASC', id: 'ASC' } });
-  }
-
-  /** The region's ACTIVE servers, oldest first. */
-  activeIn(region: Region): Promise<DataPlaneServerEntity[]> {
-    return this.repo.find({
-      where: { region, state: DataPlaneServerState.Active },
-      order: { created: 'ASC', id: 'ASC' },
-    });
   }
 
   findById(id: string): Promise<DataPlaneServerEntity | null> {

@@ -118,14 +118,6 @@ export class DataPlaneServers implements OnModuleInit {
     return target;
   }
 
-  /**
-   * The region's servers that take new databases, read now through the transaction the context
-   * carries (a placement must not wait for a second metadata connection while it holds one).
-   */
-  async activeWithin(region: Region): Promise<DataPlaneServerView[]> {
-    return (await this.servers.activeIn(region)).map(viewOf);
-  }
-
   /** The region's servers that take new databases. */
   async activeIn(region: Region, fresh = false): Promise<DataPlaneServerView[]> {
     return (await this.directory(fresh)).filter((s) => s.region === region && s.state === DataPlaneServerState.Active);

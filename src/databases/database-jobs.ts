@@ -11,6 +11,20 @@ export interface DatabaseJobData {
   databaseId: string;
 }
 
+/**
+ * A build: with where the create placed the database (never changed afterwards), so the job takes
+ * the database's data-plane lock without reading the row first. Jobs enqueued by the sweep, or by
+ * an earlier version, carry only the id.
+ */
+export interface ProvisionJobData extends DatabaseJobData {
+  placement?: DatabasePlacement;
+}
+
+export interface DatabasePlacement {
+  serverId: string;
+  physicalName: string;
+}
+
 export interface RefillPoolJobData {
   serverId?: string;
   /** Jobs enqueued before the fleet named a region: every server of it is refilled. */

@@ -1,7 +1,7 @@
 import { Process, Processor } from '@nestjs/bull';
 import type { Job } from 'bull';
 import { Queues } from '../queues/queue-names';
-import { DatabaseJobs, type DatabaseJobData, type RefillPoolJobData } from './database-jobs';
+import { DatabaseJobs, type DatabaseJobData, type ProvisionJobData, type RefillPoolJobData } from './database-jobs';
 import { DatabaseLifecycle } from './database-lifecycle.service';
 import { WarmPool } from './warm-pool.service';
 
@@ -14,8 +14,8 @@ export class DatabaseLifecycleProcessor {
   ) {}
 
   @Process(DatabaseJobs.Provision)
-  async provision(job: Job<DatabaseJobData>): Promise<void> {
-    await this.lifecycle.provision(job.data.databaseId);
+  async provision(job: Job<ProvisionJobData>): Promise<void> {
+    await this.lifecycle.provision(job.data.databaseId, job.data.placement);
   }
 
   @Process(DatabaseJobs.FinalizeDeletion)

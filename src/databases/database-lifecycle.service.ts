@@ -5,7 +5,7 @@ import { DataPlane } from '../data-plane/data-plane.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import { DatabaseFinalizers } from './database-finalizers';
-import { provisionJobId } from './database-jobs';
+import { type DatabasePlacement, provisionJobId } from './database-jobs';
 import { DatabasesRepository } from './databases.repository';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { WarmPool } from './warm-pool.service';
@@ -13,13 +13,21 @@ import { messageOf } from '../common/errors/message-of';
 
 const SWEEP_BATCH = 500;
 
-/** The server a database lives on (every row has one once boot has attached rows from before the fleet). */
 /** The data-plane lock under which one database's build and finalization take turns. */
-const lockKey = (row: DatabaseEntity) => `database:${row.physicalName}`;
+const lockKey = (where: Pick<DatabaseEntity, 'physicalName'>) => `database:${where.physicalName}`;
 
+const unbuilt = (r: DatabaseEntity | null): r is DatabaseEntity =>
+  !!r && !r.deleted && !r.finalized && (r.status === DatabaseStatus.Requested || r.status === DatabaseStatus.Built);
+
+/** The server a database lives on (every row has one once boot has attached rows from before the fleet). */
 export function serverOf(row: Pick<DatabaseEntity, 'id' | 'serverId'>): string {
   if (!row.serverId) throw new Error(`database ${row.id} is not placed on a data-plane server`);
   return row.serverId;
+}
+
+/** Where a database is: its server and physical name. */
+export function placementOf(row: DatabaseEntity): DatabasePlacement {
+  return { serverId: serverOf(row), physicalName: row.physicalName };
 }
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
@@ -58,27 +66,37 @@ export class DatabaseLifecycle implements OnModuleInit {
    * leaves the work to the holder), and each outcome is recorded by a conditional update that
    * finds nothing to change when the row moved on meanwhile (deleted, or already further along).
    */
-  async provision(databaseId: string): Promise<void> {
-    const unbuilt = (r: DatabaseEntity | null): r is DatabaseEntity =>
-      !!r && !r.deleted && !r.finalized && (r.status === DatabaseStatus.Requested || r.status === DatabaseStatus.Built);
-    const row = await this.databases.readById(databaseId);
-    if (!unbuilt(row)) return;
-    let outcome: Outcome | undefined;
+  async provision(databaseId: string, placement?: DatabasePlacement): Promise<void> {
+    let where = placement;
+    if (!where) {
+      const row = await this.databases.readById(databaseId);
+      if (!unbuilt(row)) return;
+      where = placementOf(row);
+    }
+    let outcome: Outcome | 'misplaced' | undefined;
     try {
-      outcome = await this.dataPlane.exclusively(serverOf(row), lockKey(row), async (): Promise<Outcome> => {
-        // Read again under the lock: another run may have built or finalized it meanwhile.
+      outcome = await this.dataPlane.exclusively(where.serverId, lockKey(where), async () => {
+        // Read under the lock: another run may have built or finalized it meanwhile.
         const current = await this.databases.readById(databaseId);
-        return unbuilt(current) ? this.build(current) : { ok: true };
+        if (!unbuilt(current)) return { ok: true };
+        const actual = placementOf(current);
+        if (actual.serverId !== where.serverId || actual.physicalName !== where.physicalName) return 'misplaced';
+        return this.build(current);
       });
     } catch (error) {
       // The server could not even be reached for the lock: recorded like a failed build.
-      await this.databases.recordAttemptFailure(row.id, messageOf(error), row.provisionAttempts + 1, row.status);
+      const row = await this.databases.readById(databaseId);
+      if (unbuilt(row)) {
+        await this.databases.recordAttemptFailure(row.id, messageOf(error), row.provisionAttempts + 1, row.status);
+      }
       this.logger.error(
-        { errorCode: ErrorCode.DbCreationFailure, databaseId, serverId: row.serverId, err: messageOf(error) },
+        { errorCode: ErrorCode.DbCreationFailure, databaseId, serverId: where.serverId, err: messageOf(error) },
         'data-plane server unreachable; will retry',
       );
       throw error;
     }
+    // A job whose placement is not the row's (never written so): the row decides.
+    if (outcome === 'misplaced') return this.provision(databaseId);
     if (outcome && !outcome.ok) throw outcome.error;
   }
 

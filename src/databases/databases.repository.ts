@@ -4,6 +4,9 @@ import { DataSource, In, IsNull, LessThanOrEqual, Not, type Repository } from 't
 import { type PreparedRead, readRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
+import type { Region } from '../config/regions';
+import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
+import type { DataPlaneServerView } from '../data-plane/data-plane-servers.service';
 import { DATABASE_COLUMNS, type DatabaseRow, toDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 
@@ -57,11 +60,19 @@ export class DatabasesRepository {
       .getOne();
   }
 
-  /** `insert`, not `save`: save would first look the new id up to choose between INSERT and UPDATE. */
-  async insert(row: Partial<DatabaseEntity>): Promise<DatabaseEntity> {
-    const entity = this.repo.create(row);
-    await this.repo.insert(entity);
-    return entity;
+  /** Inserts a new database (raw: no look-up of the new id as `save` does, no query building). */
+  async insert(
+    row: Pick<
+      DatabaseEntity,
+      'id' | 'workspaceId' | 'name' | 'region' | 'serverId' | 'sharded' | 'status' | 'physicalName'
+    >,
+  ): Promise<DatabaseEntity> {
+    const [inserted] = await this.txHost.tx.query<DatabaseRow[]>(
+      `INSERT INTO databases (id, workspace_id, name, region, server_id, sharded, status, physical_name)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${DATABASE_COLUMNS}`,
+      [row.id, row.workspaceId, row.name, row.region, row.serverId, row.sharded, row.status, row.physicalName],
+    );
+    return toDatabase(inserted);
   }
 
   countLive(workspaceId: string): Promise<number> {
@@ -227,6 +238,46 @@ export class DatabasesRepository {
       take,
     });
     return rows.map((r) => r.id);
+  }
+
+  /**
+   * The region's ACTIVE servers, oldest first, each with its usage (databases not finalized,
+   * warm-pool entries): placement's read, one statement, in the transaction the context carries.
+   */
+  async activeServersWithUsage(region: Region): Promise<{ server: DataPlaneServerView; usage: ServerUsage }[]> {
+    const rows = await this.txHost.tx.query<
+      {
+        id: string;
+        region: Region;
+        public_host: string;
+        max_databases: number;
+        state: DataPlaneServerState;
+        created: Date;
+        updated: Date;
+        databases: number;
+        pooled: number;
+      }[]
+    >(
+      `SELECT s.id, s.region, s.public_host, s.max_databases, s.state, s.created, s.updated,
+              (SELECT count(*) FROM databases d WHERE d.server_id = s.id AND d.finalized IS NULL)::int AS databases,
+              (SELECT count(*) FROM pooled_databases p WHERE p.server_id = s.id)::int AS pooled
+         FROM data_plane_servers s
+        WHERE s.region = $1 AND s.state = $2
+        ORDER BY s.created ASC, s.id ASC`,
+      [region, DataPlaneServerState.Active],
+    );
+    return rows.map((r) => ({
+      server: {
+        id: r.id,
+        region: r.region,
+        publicHost: r.public_host,
+        maxDatabases: r.max_databases,
+        state: r.state,
+        created: r.created,
+        updated: r.updated,
+      },
+      usage: { databases: r.databases, pooled: r.pooled },
+    }));
   }
 
   /** Databases (not finalized) and warm-pool entries per server (in the context's transaction, if any). */

@@ -19,6 +19,7 @@ import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
 import type { CreateDatabaseDto } from './dto/create-database.dto';
 import { DEFAULT_DATABASE_PAGE } from './dto/list-databases-query.dto';
+import { placementOf } from './database-lifecycle.service';
 import { Placement } from './placement.service';
 import { WarmPool } from './warm-pool.service';
 import { isUuid } from '../common/http/uuid';
@@ -110,11 +111,6 @@ export class DatabasesService {
           sharded,
           status: pooled ? DatabaseStatus.Ready : DatabaseStatus.Requested,
           physicalName: pooled ?? physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
-          lastError: null,
-          provisionAttempts: 0,
-          deleted: null,
-          deletionDueAt: null,
-          finalized: null,
         });
       });
     } catch (err) {
@@ -122,7 +118,11 @@ export class DatabasesService {
       throw err;
     }
     if (entity.status === DatabaseStatus.Requested) {
-      await this.jobs.dispatch('ProvisionDatabase', { databaseId: entity.id }, { jobId: provisionJobId(entity.id) });
+      await this.jobs.dispatch(
+        'ProvisionDatabase',
+        { databaseId: entity.id, placement: placementOf(entity) },
+        { jobId: provisionJobId(entity.id) },
+      );
     }
     if (usePool && entity.serverId) await this.pool.requestRefill(entity.serverId);
     return this.describe(entity, workspace);

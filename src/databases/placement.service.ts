@@ -57,13 +57,9 @@ export class Placement implements OnModuleInit {
    * lock (regionLockKey).
    */
   async candidates(region: Region, eligible?: Set<string>): Promise<Candidate[]> {
-    const active = (await this.servers.activeWithin(region)).filter((s) => !eligible || eligible.has(s.id));
-    const usage = await this.usage(active.map((s) => s.id));
-    return active
-      .map((server) => {
-        const u = usage.get(server.id) ?? { databases: 0, pooled: 0 };
-        return { server, usage: u, free: server.maxDatabases - u.databases - u.pooled };
-      })
+    return (await this.databases.activeServersWithUsage(region))
+      .filter(({ server }) => !eligible || eligible.has(server.id))
+      .map(({ server, usage }) => ({ server, usage, free: server.maxDatabases - usage.databases - usage.pooled }))
       .sort((a, b) => b.free - a.free || a.usage.databases - b.usage.databases);
   }
 

@@ -1,7 +1,12 @@
 import { BillingJobs, type RateMonthJobData } from '../billing/billing-jobs';
 import { ComputeJobs, type ComputeJobData } from '../compute/compute-jobs';
 import { CredentialJobs, type ExpireCredentialJobData } from '../credentials/credential-jobs';
-import { DatabaseJobs, type DatabaseJobData, type RefillPoolJobData } from '../databases/database-jobs';
+import {
+  DatabaseJobs,
+  type DatabaseJobData,
+  type ProvisionJobData,
+  type RefillPoolJobData,
+} from '../databases/database-jobs';
 import { type SampleServerJobData, TelemetryJobs } from '../insights/telemetry-jobs';
 import { type InviteEmailJobData, SEND_INVITE_EMAIL } from '../invites/invite-jobs';
 import { type QueueName, Queues } from './queue-names';
@@ -31,7 +36,7 @@ function job<T extends object>(queue: QueueName, name: string): JobDefinition<T>
  * (JobHandlerCheck).
  */
 export const JOBS = {
-  ProvisionDatabase: job<DatabaseJobData>(Queues.DatabaseLifecycle, DatabaseJobs.Provision),
+  ProvisionDatabase: job<ProvisionJobData>(Queues.DatabaseLifecycle, DatabaseJobs.Provision),
   FinalizeDatabaseDeletion: job<DatabaseJobData>(Queues.DatabaseLifecycle, DatabaseJobs.FinalizeDeletion),
   RefillDatabasePool: job<RefillPoolJobData>(Queues.DatabaseLifecycle, DatabaseJobs.RefillPool),
   ExpireCredential: job<ExpireCredentialJobData>(Queues.CredentialExpiry, CredentialJobs.Expire),

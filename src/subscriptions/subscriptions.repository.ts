@@ -3,6 +3,7 @@ import type { Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { overlappingPeriod } from '../database/period-overlap';
 import { lockForContextTransaction } from '../database/transaction-lock';
+import type { SubscriptionLevel } from './subscription-level';
 import { SubscriptionEntity } from './subscription.entity';
 
 /**
@@ -48,6 +49,17 @@ export class SubscriptionsRepository {
       .andWhere('(s.valid_to IS NULL OR s.valid_to > :now)', { now })
       .orderBy('s.valid_from', 'DESC')
       .getOne();
+  }
+
+  /** The level of the row whose range contains `now` (one raw read: plan checks run on every create). */
+  async levelAt(workspaceId: string, now: Date): Promise<SubscriptionLevel | null> {
+    const [row] = await this.txHost.tx.query<{ level: SubscriptionLevel }[]>(
+      `SELECT level FROM subscriptions
+        WHERE workspace_id = $1 AND valid_from <= $2 AND (valid_to IS NULL OR valid_to > $2)
+        ORDER BY valid_from DESC LIMIT 1`,
+      [workspaceId, now],
+    );
+    return row?.level ?? null;
   }
 
   /** Every row of the workspace, the latest first. */

@@ -40,7 +40,7 @@ export class SubscriptionsService {
 
   /** The level held now (in the transaction the context carries, if any); null when no row is current. */
   async levelNow(workspaceId: string): Promise<SubscriptionLevel | null> {
-    return (await this.subscriptions.findCurrent(workspaceId, new Date()))?.level ?? null;
+    return this.subscriptions.levelAt(workspaceId, new Date());
   }
 
   /** Every row, the latest first. */

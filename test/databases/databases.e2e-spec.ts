@@ -550,6 +550,42 @@ describe('database lifecycle jobs', () => {
     expect(await t.app.get(DataPlane).isDatabaseHardened(server!, physical)).toBe(true);
   });
 
+  it("enqueues the build with the database's placement; a build whose placement is not the row's goes by the row", async () => {
+    // The build's job as enqueued: this process's worker is paused until it has been read.
+    const queue = t.app.get(JobDispatcher).queue('database-lifecycle');
+    await queue.pause(true);
+    const name = `placed_${unique()}`;
+    let id: string;
+    let job: Awaited<ReturnType<typeof queue.getJob>>;
+    try {
+      id = (
+        await t.http
+          .post(`/workspaces/${slug}/databases`)
+          .set(auth)
+          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+          .expect(201)
+      ).body.id;
+      job = await queue.getJob(`provision:${id}`);
+    } finally {
+      await queue.resume(true);
+    }
+    await waitForStatus(t, auth, slug, name, 'READY');
+    const { server_id: serverId, physical_name: physical } = await databaseRow(t, id);
+    expect(job?.data).toEqual({ databaseId: id, placement: { serverId, physicalName: physical } });
+    // Left BUILT and open to PUBLIC (as an earlier version could leave it), then a job naming another
+    // physical name: it must take the lock of the row's database, which a finalization holds here.
+    await onDataPlane((c) => c.query(`GRANT CONNECT ON DATABASE ${c.escapeIdentifier(physical)} TO PUBLIC`));
+    await t.dataSource.query(`UPDATE databases SET status = 'BUILT' WHERE id = $1`, [id]);
+    const lifecycle = t.app.get(DatabaseLifecycle);
+    const dataPlane = t.app.get(DataPlane);
+    const misplaced = { serverId: serverId!, physicalName: `${physical}_elsewhere` };
+    await dataPlane.exclusively(serverId!, `database:${physical}`, () => lifecycle.provision(id, misplaced));
+    expect(await databaseRow(t, id)).toMatchObject({ status: 'BUILT' });
+    await lifecycle.provision(id, misplaced);
+    expect(await databaseRow(t, id)).toMatchObject({ status: 'READY', last_error: null });
+    expect(await dataPlane.isDatabaseHardened(serverId!, physical)).toBe(true);
+  });
+
   it('answers a second delete with the same body, and refuses to rename a database queued for deletion', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const path = `/workspaces/${slug}/databases/${db.name}`;
@@ -631,6 +667,9 @@ describe('database lifecycle jobs', () => {
     const db = await createReadyDatabase(t, auth, slug);
     const before = await databaseRow(t, db.id);
     await t.app.get(DatabaseLifecycle).provision(db.id);
+    await t.app
+      .get(DatabaseLifecycle)
+      .provision(db.id, { serverId: before.server_id!, physicalName: before.physical_name });
     expect(await databaseRow(t, db.id)).toEqual(before);
   });
 });
