@@ -23,11 +23,26 @@ export class CredentialsRepository {
     return lockForContextTransaction(this.txHost, key);
   }
 
-  /** `insert`, not `save`: save would first look the new id up to choose between INSERT and UPDATE. */
-  async insert(row: Partial<CredentialEntity>): Promise<CredentialEntity> {
-    const entity = this.repo.create(row);
-    await this.repo.insert(entity);
-    return entity;
+  /** Inserts a new credential (raw: no look-up of the id as `save` does, no query building). */
+  async insert(row: Omit<CredentialEntity, 'created' | 'database'>): Promise<CredentialEntity> {
+    const [{ created }] = await this.txHost.tx.query<{ created: Date }[]>(
+      `INSERT INTO credentials (id, database_id, password_ciphertext, internal, pending, tenant, created_by,
+                                expires_at, expired_by_rotation_id, dropped)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING created`,
+      [
+        row.id,
+        row.databaseId,
+        row.passwordCiphertext,
+        row.internal,
+        row.pending,
+        row.tenant,
+        row.createdBy,
+        row.expiresAt,
+        row.expiredByRotationId,
+        row.dropped,
+      ],
+    );
+    return Object.assign(new CredentialEntity(), row, { created });
   }
 
   /** Credentials of the database not dropped (pending ones included: they count against the plan). */

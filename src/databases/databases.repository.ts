@@ -53,11 +53,14 @@ export class DatabasesRepository {
   }
 
   /** Locks the row (FOR UPDATE / FOR SHARE) for the rest of the context's transaction (refused outside one). */
-  lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
-    return this.txHost
-      .rowLocking(DatabaseEntity, 'd', 'a database row lock', mode)
-      .where('d.id = :id', { id })
-      .getOne();
+  async lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
+    const [row] = await this.txHost
+      .required('a database row lock')
+      .query<DatabaseRow[]>(
+        `SELECT ${DATABASE_COLUMNS} FROM databases WHERE id = $1 ${mode === 'pessimistic_write' ? 'FOR UPDATE' : 'FOR SHARE'}`,
+        [id],
+      );
+    return row ? toDatabase(row) : null;
   }
 
   /** Inserts a new database (raw: no look-up of the new id as `save` does, no query building). */
