@@ -219,7 +219,8 @@ export class DataPlaneServers implements OnModuleInit {
   }
 }
 
-function viewOf(row: DataPlaneServerEntity): DataPlaneServerView {
+/** What may be told of a server (an entity, or a raw row read with these names), never its admin URL. */
+export function viewOf(row: DataPlaneServerView): DataPlaneServerView {
   return {
     id: row.id,
     region: row.region,

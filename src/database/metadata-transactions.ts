@@ -48,8 +48,8 @@ export class MetadataTransactions {
 
   /**
    * A query on `entity` whose rows stay locked (FOR UPDATE, or FOR SHARE with `pessimistic_read`) for
-   * the rest of the context's transaction: the one way repositories take row locks, refused (naming
-   * `what`) outside a transaction, where a lone statement's lock would end with it.
+   * the rest of the context's transaction, refused (naming `what`) outside a transaction, where a
+   * lone statement's lock would end with it. A raw locking read goes through `required` the same way.
    */
   rowLocking<E extends ObjectLiteral>(
     entity: EntityTarget<E>,

@@ -6,7 +6,7 @@ import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import type { Region } from '../config/regions';
 import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
-import type { DataPlaneServerView } from '../data-plane/data-plane-servers.service';
+import { type DataPlaneServerView, viewOf } from '../data-plane/data-plane-servers.service';
 import { DATABASE_COLUMNS, type DatabaseRow, toDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 
@@ -29,6 +29,11 @@ export interface ServerUsage {
   databases: number;
   pooled: number;
 }
+
+/** A server's usage (ServerUsage) as the columns `databases` and `pooled`, for the server whose id is `id`. */
+const USAGE_OF_SERVER = (id: string) =>
+  `(SELECT count(*) FROM databases d WHERE d.server_id = ${id} AND d.finalized IS NULL)::int AS databases,
+   (SELECT count(*) FROM pooled_databases p WHERE p.server_id = ${id})::int AS pooled`;
 
 /**
  * Every statement on `databases` (habit 15). Statements go through the transaction the context
@@ -244,59 +249,29 @@ export class DatabasesRepository {
   }
 
   /**
-   * The region's ACTIVE servers, oldest first, each with its usage (databases not finalized,
-   * warm-pool entries): placement's read, one statement, in the transaction the context carries.
+   * The region's ACTIVE servers, oldest first, each with its usage: placement's read, one statement,
+   * in the transaction the context carries.
    */
   async activeServersWithUsage(region: Region): Promise<{ server: DataPlaneServerView; usage: ServerUsage }[]> {
-    const rows = await this.txHost.tx.query<
-      {
-        id: string;
-        region: Region;
-        public_host: string;
-        max_databases: number;
-        state: DataPlaneServerState;
-        created: Date;
-        updated: Date;
-        databases: number;
-        pooled: number;
-      }[]
-    >(
-      `SELECT s.id, s.region, s.public_host, s.max_databases, s.state, s.created, s.updated,
-              (SELECT count(*) FROM databases d WHERE d.server_id = s.id AND d.finalized IS NULL)::int AS databases,
-              (SELECT count(*) FROM pooled_databases p WHERE p.server_id = s.id)::int AS pooled
+    const rows = await this.txHost.tx.query<(DataPlaneServerView & ServerUsage)[]>(
+      `SELECT s.id, s.region, s.public_host AS "publicHost", s.max_databases AS "maxDatabases", s.state,
+              s.created, s.updated, ${USAGE_OF_SERVER('s.id')}
          FROM data_plane_servers s
         WHERE s.region = $1 AND s.state = $2
         ORDER BY s.created ASC, s.id ASC`,
       [region, DataPlaneServerState.Active],
     );
-    return rows.map((r) => ({
-      server: {
-        id: r.id,
-        region: r.region,
-        publicHost: r.public_host,
-        maxDatabases: r.max_databases,
-        state: r.state,
-        created: r.created,
-        updated: r.updated,
-      },
-      usage: { databases: r.databases, pooled: r.pooled },
-    }));
+    return rows.map((r) => ({ server: viewOf(r), usage: { databases: r.databases, pooled: r.pooled } }));
   }
 
-  /** Databases (not finalized) and warm-pool entries per server (in the context's transaction, if any). */
+  /** The usage of each server named (in the context's transaction, if any). */
   async usageByServer(serverIds: string[]): Promise<Map<string, ServerUsage>> {
-    const result = new Map<string, ServerUsage>(serverIds.map((id) => [id, { databases: 0, pooled: 0 }]));
-    if (!serverIds.length) return result;
-    const rows = await this.txHost.tx.query<{ server_id: string; databases: string; pooled: string }[]>(
-      `SELECT server_id, sum(d)::int AS databases, sum(p)::int AS pooled FROM (
-          SELECT server_id, 1 AS d, 0 AS p FROM databases WHERE finalized IS NULL AND server_id = ANY($1)
-          UNION ALL
-          SELECT server_id, 0, 1 FROM pooled_databases WHERE server_id = ANY($1)) x
-        GROUP BY server_id`,
+    if (!serverIds.length) return new Map();
+    const rows = await this.txHost.tx.query<({ id: string } & ServerUsage)[]>(
+      `SELECT s.id, ${USAGE_OF_SERVER('s.id')} FROM unnest($1::uuid[]) AS s(id)`,
       [serverIds],
     );
-    for (const r of rows) result.set(r.server_id, { databases: Number(r.databases), pooled: Number(r.pooled) });
-    return result;
+    return new Map(rows.map((r) => [r.id, { databases: r.databases, pooled: r.pooled }]));
   }
 
   /**
