@@ -33,6 +33,7 @@ const dbHostPrefix = `postgres://${env.DATA_PLANE_PUBLIC_HOST}/`;
 const pool = new Pool({
   connectionString: env.DATABASE_URL,
   max: Number(env.DATABASE_POOL_SIZE ?? 4),
+  min: Number(env.DATABASE_POOL_SIZE ?? 4), // kept through idle spells, as the service's pool is
   connectionTimeoutMillis: 5000,
 });
 

@@ -15,7 +15,11 @@ export function dataSourceOptions(url: string, poolSize = 4): DataSourceOptions 
     migrationsRun: false,
     uuidExtension: 'pgcrypto',
     installExtensions: false,
-    extra: { max: poolSize, connectionTimeoutMillis: 5000 },
+    // `min`: the pool keeps its connections through an idle spell. Without it pg-pool closes each
+    // after 10 idle seconds, and the first burst after a lull waited for new connections, whose new
+    // backends then prepared the hot statements again (hot-query.ts) with cold caches: measured
+    // with `npm run bench`, see the README's Performance.
+    extra: { max: poolSize, min: poolSize, connectionTimeoutMillis: 5000 },
     // Failed queries are logged by the error filter without their parameters (they can hold hashes).
     logging: ['warn', 'migration'],
   };
