@@ -275,7 +275,7 @@ async function main() {
     DATA_PLANE_URL: dpUrl,
     SMTP_URL: env.SMTP_URL,
   };
-  for (const name of ['reads', 'data-plane', 'invite-emails']) {
+  for (const name of ['reads', 'data-plane', 'invite-emails', 'floor']) {
     procs[name] = S.startNode([...profiling(`baseline-${name}`), join(__dirname, 'baselines', `${name}.js`)], {
       env: baselineEnv,
       logFile: baselineLog,
@@ -287,6 +287,7 @@ async function main() {
     reads: `http://127.0.0.1:${await procs.reads.port}`,
     dataPlane: `http://127.0.0.1:${await procs['data-plane'].port}`,
     invites: `http://127.0.0.1:${await procs['invite-emails'].port}`,
+    floor: `http://127.0.0.1:${await procs.floor.port}`,
   };
 
   const meta = new Client({ connectionString: metaUrl });
@@ -434,6 +435,10 @@ async function main() {
     // what remains is each side's own tail.
     const sameRate = Math.min(rates.ours, rates.baseline);
     const same = await alternate(sameRate, sameRate);
+    // Not scored: the floor (bench/baselines/floor.js, a bare node:http server answering a constant)
+    // through the same generator at ours' rate: what this machine and the generator alone give.
+    const floorRounds = [];
+    for (let i = 0; i < P.rounds; i++) floorRounds.push(await atFixedRate(raw.floor, rates.ours));
     // An open-loop round the server did not keep up with measured its queue, not its tail (the p50
     // grows with the backlog and the ratio shrinks): such rounds are left out, and unless most
     // rounds of ours kept up the scenario never counts as met.
@@ -451,6 +456,7 @@ async function main() {
     const b = summary(r.baseline, rates.baseline);
     const oSame = summary(same.ours, sameRate);
     const bSame = summary(same.baseline, sameRate);
+    const floor = summary(floorRounds, rates.ours);
     const rounds = (s) =>
       `at ${fmt(s.rate)} req/s, rounds ${s.ratios.map((x) => fmt(x, 1)).join(', ') || 'none'}` +
       (s.kept < P.rounds ? ` (${P.rounds - s.kept} fell behind)` : '');
@@ -472,6 +478,7 @@ async function main() {
         enough ? '' : `NOT VALID: ours kept up with ${rates.ours} req/s in only ${o.kept} of ${P.rounds} rounds`,
         `open-loop fixed rate, latency from each request's due time; ours ${rounds(o)}; baseline ${rounds(b)}`,
         `not scored, both at one rate: ours median ${fmt(oSame.median, 1)}, ${rounds(oSame)}; baseline median ${fmt(bSame.median, 1)}, ${rounds(bSame)}`,
+        `not scored, the floor (a bare node:http server answering a constant, same generator): median ${fmt(floor.median, 1)}, ${rounds(floor)}`,
       ]
         .filter(Boolean)
         .join('; '),
