@@ -30,10 +30,11 @@ const verifyOptions = {
 };
 const publicUrl = env.PUBLIC_URL.replace(/\/+$/, '');
 const dbHostPrefix = `postgres://${env.DATA_PLANE_PUBLIC_HOST}/`;
+const poolSize = Number(env.DATABASE_POOL_SIZE ?? 4);
 const pool = new Pool({
   connectionString: env.DATABASE_URL,
-  max: Number(env.DATABASE_POOL_SIZE ?? 4),
-  min: Number(env.DATABASE_POOL_SIZE ?? 4), // kept through idle spells, as the service's pool is
+  max: poolSize,
+  min: poolSize, // kept through idle spells, as the service's pool is
   connectionTimeoutMillis: 5000,
 });
 

@@ -55,6 +55,6 @@ export async function writeRows<T>(dataSource: DataSource, sql: string, params: 
 }
 
 /** The pg pool under TypeORM's PostgreSQL driver. */
-function metadataPool(dataSource: DataSource): Pool {
+export function metadataPool(dataSource: DataSource): Pool {
   return (dataSource.driver as PostgresDriver).master as Pool;
 }

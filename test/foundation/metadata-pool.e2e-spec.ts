@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Pool } from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { dataSourceOptions } from '../../src/database/data-source-options';
+import { metadataPool } from '../../src/database/hot-query';
 
 /**
  * The metadata pool keeps its connections through an idle spell: when traffic resumes after a lull,
@@ -16,7 +15,7 @@ describe('the metadata connection pool', () => {
     const dataSource = new DataSource({ ...options, extra: { ...options.extra, idleTimeoutMillis: 50 } });
     await dataSource.initialize();
     try {
-      const pool = (dataSource.driver as PostgresDriver).master as Pool;
+      const pool = metadataPool(dataSource);
       // Three statements at once take three connections (each holds its own for 50 ms).
       const backends = async (): Promise<Set<number>> => {
         const rows = await Promise.all(
