@@ -16,10 +16,11 @@ export const AuthenticationReads = (what: AuthenticationRead) => SetMetadata(AUT
 
 /**
  * The caller's workspaces, oldest first, each with the ids of its live databases, oldest first, as
- * JSON text: the ids' JSON strings joined by commas ('' when none). A caller may see 100k databases;
- * the ids go from PostgreSQL into the response without becoming 100k strings in between.
+ * PostgreSQL aggregated them: 16 bytes an id, one after another (empty when none). A caller may see
+ * 100k databases; the ids go from PostgreSQL into the response (withUuidArray) without
+ * becoming 100k strings in between.
  */
-export type OwnWorkspaces = { workspace: WorkspaceEntity; databaseIdsJson: string }[];
+export type OwnWorkspaces = { workspace: WorkspaceEntity; databaseIds: Uint8Array }[];
 
 export type AuthenticatingRequest = Request & {
   authenticationReads?: AuthenticationRead;

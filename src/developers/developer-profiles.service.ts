@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OwnWorkspaces } from '../auth/authentication-reads';
+import { withUuidArray } from '../common/http/uuid';
 import { DatabasesService } from '../databases/databases.service';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
@@ -22,10 +23,10 @@ export class DeveloperProfiles {
 
   /**
    * The caller's own profile (`/developers/me`) as JSON text, from what authentication read (see
-   * AuthenticationReads): the same document as `toResponse` would give, with the database ids spliced
-   * in as PostgreSQL wrote them (they are the bulk of it when a caller sees many databases).
+   * AuthenticationReads): the same document as `toResponse` would give, with the database ids written
+   * straight from PostgreSQL's bytes (they are the bulk of it when a caller sees many databases).
    */
-  describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>, own: OwnWorkspaces): string {
+  describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>, own: OwnWorkspaces): Buffer {
     const EMPTY_LAST = '[]}'; // `databases`, the last property, as toResponse gives it here
     const withoutIds = JSON.stringify(
       this.toResponse(
@@ -34,8 +35,11 @@ export class DeveloperProfiles {
         [],
       ),
     );
-    const ids = own.flatMap((w) => (w.databaseIdsJson ? [w.databaseIdsJson] : [])).join(',');
-    return `${withoutIds.slice(0, -EMPTY_LAST.length)}[${ids}]}`;
+    return withUuidArray(
+      withoutIds.slice(0, -EMPTY_LAST.length),
+      own.map((w) => w.databaseIds),
+      '}',
+    );
   }
 
   /** The members of a workspace, as the caller may see them. */

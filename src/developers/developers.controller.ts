@@ -1,4 +1,5 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Res } from '@nestjs/common';
+import type { Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
@@ -17,8 +18,8 @@ export class DevelopersController {
   @ApiErrors(401)
   @ApiOkResponse({ type: DeveloperResponse })
   @AuthenticationReads('ownProfile')
-  @Header('Content-Type', 'application/json; charset=utf-8')
-  me(@CurrentDeveloper() caller: AuthenticatedDeveloper, @OwnProfile() own: OwnWorkspaces): string {
-    return this.profiles.describeSelf(caller, own);
+  me(@CurrentDeveloper() caller: AuthenticatedDeveloper, @OwnProfile() own: OwnWorkspaces, @Res() res: Response): void {
+    // Already the JSON document's bytes (see describeSelf): sent as they are.
+    res.type('application/json; charset=utf-8').send(this.profiles.describeSelf(caller, own));
   }
 }

@@ -66,20 +66,21 @@ const DEVELOPER_WITH_WORKSPACES: PreparedRead = {
           w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created,
           -- Aggregated from an ordered subquery (nothing else at its level), which keeps the
           -- order and lets PostgreSQL read the live-databases index in order instead of sorting.
-          -- As JSON text (a UUID's text needs no escaping), not a json column: pg would parse
-          -- it into a string per id, which the response would then serialize again. The quotes
-          -- between ids are the separator and only the outer two are added: quoting each id
-          -- ('"' || id || '"') made two more strings per row (56-60 ms against 41 ms in
-          -- PostgreSQL at 100k ids).
-          '"' || (SELECT string_agg(x.id::text, '","')
-                    FROM (SELECT id FROM databases
-                           WHERE workspace_id = w.id AND deleted IS NULL
-                           ORDER BY created, id) x) || '"' AS database_ids
+          -- As 16 bytes an id (uuid_send into one bytea), which withUuidArray writes out
+          -- as JSON: at 100k ids this took PostgreSQL about a third of the time that aggregating
+          -- their text did (string_agg(id::text, '","'), 80-105 ms against 35-40 ms with pg's
+          -- parsing included, this machine), most of it in copying the text's megabytes.
+          (SELECT string_agg(uuid_send(x.id), '')
+             FROM (SELECT id FROM databases
+                    WHERE workspace_id = w.id AND deleted IS NULL
+                    ORDER BY created, id) x) AS database_ids
        FROM developers d
        LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id) ON m.developer_id = d.id
       WHERE d.id = $1 AND d.deleted IS NULL
       ORDER BY w.created ASC, w.id ASC`,
 };
+
+const NO_IDS = new Uint8Array(0);
 
 /** PostgreSQL text cannot hold a NUL character, so such an e-mail address matches nobody. */
 function isStorableText(value: string): boolean {
@@ -142,26 +143,22 @@ export class DevelopersService {
 
   /**
    * The developer if not deleted, with their workspaces (oldest first) and each workspace's live
-   * database ids (oldest first, as JSON text), in one statement: `/developers/me` in one round trip.
+   * database ids (oldest first, 16 bytes each), in one statement: `/developers/me` in one round trip.
    */
   async findActiveWithWorkspaces(
     id: string,
   ): Promise<{ developer: DeveloperIdentity; workspaces: OwnWorkspaces } | null> {
     if (!isUuid(id)) return null;
     const rows = await readRows<
-      DeveloperIdentity & { workspace_id: string | null; database_ids: string | null } & Omit<WorkspaceRow, 'id'>
-    >(
-      this.dataSource,
-      DEVELOPER_WITH_WORKSPACES,
-      [id],
-    );
+      DeveloperIdentity & { workspace_id: string | null; database_ids: Buffer | null } & Omit<WorkspaceRow, 'id'>
+    >(this.dataSource, DEVELOPER_WITH_WORKSPACES, [id]);
     if (!rows[0]) return null;
     const { id: developerId, email, kind } = rows[0];
     return {
       developer: { id: developerId, email, kind },
       workspaces: rows.flatMap((row) =>
         row.workspace_id
-          ? [{ workspace: toWorkspace({ ...row, id: row.workspace_id }), databaseIdsJson: row.database_ids ?? '' }]
+          ? [{ workspace: toWorkspace({ ...row, id: row.workspace_id }), databaseIds: row.database_ids ?? NO_IDS }]
           : [],
       ),
     };
