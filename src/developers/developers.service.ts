@@ -7,6 +7,7 @@ import { ErrorCode } from '../common/errors/error-code';
 import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
 import { randomToken } from '../common/crypto/tokens';
 import { isUuid } from '../common/http/uuid';
+import { DatabaseIdsCache } from './database-ids-cache';
 import type { OwnWorkspaces } from '../auth/authentication-reads';
 import { type PreparedRead, readRows } from '../database/hot-query';
 import { prefixedDatabase, prefixedDatabaseColumns } from '../databases/database-rows';
@@ -63,17 +64,20 @@ const ACTIVE_WITH_WORKSPACE_AND_DATABASE = activeWithWorkspace(true);
 const DEVELOPER_WITH_WORKSPACES: PreparedRead = {
   name: 'developer_with_workspaces',
   text: `SELECT d.id, d.email, d.kind,
-          w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created,
-          -- Aggregated from an ordered subquery (nothing else at its level), which keeps the
-          -- order and lets PostgreSQL read the live-databases index in order instead of sorting.
-          -- As 16 bytes an id (uuid_send into one bytea), which withUuidArray writes out
-          -- as JSON: at 100k ids this took PostgreSQL about a third of the time that aggregating
-          -- their text did (string_agg(id::text, '","'), 80-105 ms against 35-40 ms with pg's
-          -- parsing included, this machine), most of it in copying the text's megabytes.
-          (SELECT string_agg(uuid_send(x.id), '')
-             FROM (SELECT id FROM databases
-                    WHERE workspace_id = w.id AND deleted IS NULL
-                    ORDER BY created, id) x) AS database_ids
+          w.id AS workspace_id, w.name, w.slug, w.billing_customer_id, w.created, w.databases_version,
+          -- NULL when the process remembers this workspace's ids at its current version ($2, $3:
+          -- see DatabaseIdsCache). Otherwise aggregated from an ordered subquery (nothing else at its
+          -- level), which keeps the order and lets PostgreSQL read the live-databases index in order
+          -- instead of sorting. As 16 bytes an id (uuid_send into one bytea), which withUuidArray
+          -- writes out as JSON: at 100k ids this took PostgreSQL about a third of the time that
+          -- aggregating their text did (string_agg(id::text, '","'), 80-105 ms against 35-40 ms with
+          -- pg's parsing included, this machine), most of it in copying the text's megabytes.
+          CASE WHEN (w.id, w.databases_version) IN (SELECT * FROM unnest($2::uuid[], $3::bigint[])) THEN NULL
+               ELSE (SELECT string_agg(uuid_send(x.id), '')
+                       FROM (SELECT id FROM databases
+                              WHERE workspace_id = w.id AND deleted IS NULL
+                              ORDER BY created, id) x)
+          END AS database_ids
        FROM developers d
        LEFT JOIN (workspace_members m JOIN workspaces w ON w.id = m.workspace_id) ON m.developer_id = d.id
       WHERE d.id = $1 AND d.deleted IS NULL
@@ -95,6 +99,7 @@ export class DevelopersService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly developers: DevelopersRepository,
+    private readonly databaseIds: DatabaseIdsCache,
   ) {}
 
   /**
@@ -144,21 +149,45 @@ export class DevelopersService {
   /**
    * The developer if not deleted, with their workspaces (oldest first) and each workspace's live
    * database ids (oldest first, 16 bytes each), in one statement: `/developers/me` in one round trip.
+   * A big workspace's ids come from DatabaseIdsCache while its `databases_version` has not moved.
    */
   async findActiveWithWorkspaces(
     id: string,
   ): Promise<{ developer: DeveloperIdentity; workspaces: OwnWorkspaces } | null> {
     if (!isUuid(id)) return null;
+    const remembered = this.databaseIds.snapshot();
     const rows = await readRows<
-      DeveloperIdentity & { workspace_id: string | null; database_ids: Buffer | null } & Omit<WorkspaceRow, 'id'>
-    >(this.dataSource, DEVELOPER_WITH_WORKSPACES, [id]);
+      DeveloperIdentity & {
+        workspace_id: string | null;
+        databases_version: string | null;
+        database_ids: Buffer | null;
+      } & Omit<WorkspaceRow, 'id'>
+    >(this.dataSource, DEVELOPER_WITH_WORKSPACES, [
+      id,
+      [...remembered.keys()],
+      [...remembered.values()].map((r) => r.version),
+    ]);
     if (!rows[0]) return null;
     const { id: developerId, email, kind } = rows[0];
+    const idsOf = (workspaceId: string, version: string, aggregated: Buffer | null): Uint8Array => {
+      if (aggregated) {
+        this.databaseIds.remember(workspaceId, version, aggregated);
+        return aggregated;
+      }
+      // No ids sent back: none, or the remembered ones are current (the statement compared versions).
+      const known = remembered.get(workspaceId);
+      return known?.version === version ? this.databaseIds.reuse(workspaceId, known) : NO_IDS;
+    };
     return {
       developer: { id: developerId, email, kind },
       workspaces: rows.flatMap((row) =>
         row.workspace_id
-          ? [{ workspace: toWorkspace({ ...row, id: row.workspace_id }), databaseIds: row.database_ids ?? NO_IDS }]
+          ? [
+              {
+                workspace: toWorkspace({ ...row, id: row.workspace_id }),
+                databaseIds: idsOf(row.workspace_id, row.databases_version!, row.database_ids),
+              },
+            ]
           : [],
       ),
     };

@@ -5,6 +5,7 @@ import { InsightsStorage1795448796603 } from './1795448796603-InsightsStorage';
 import { InstantDatabases1795449305544 } from './1795449305544-InstantDatabases';
 import { InviteEmailLease1795451181933 } from './1795451181933-InviteEmailLease';
 import { LiveDatabasesIndex1795462487577 } from './1795462487577-LiveDatabasesIndex';
+import { WorkspaceDatabasesVersion1795665981673 } from './1795665981673-WorkspaceDatabasesVersion';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -15,4 +16,5 @@ export const MIGRATIONS: (new () => object)[] = [
   InstantDatabases1795449305544,
   InviteEmailLease1795451181933,
   LiveDatabasesIndex1795462487577,
+  WorkspaceDatabasesVersion1795665981673,
 ];

@@ -17,4 +17,13 @@ export class WorkspaceEntity {
 
   @CreateDateColumn({ type: 'timestamptz' })
   created!: Date;
+
+  /**
+   * Counts the changes to the workspace's set of live databases: a trigger on `databases` adds one
+   * as each transaction that creates, deletes or moves one of them commits (migration
+   * WorkspaceDatabasesVersion). Never written by the service; read by `/developers/me` to know when
+   * the ids it remembers are still the workspace's (see DatabaseIdsCache).
+   */
+  @Column({ name: 'databases_version', type: 'bigint', default: 0, select: false, insert: false, update: false })
+  databasesVersion!: string;
 }
