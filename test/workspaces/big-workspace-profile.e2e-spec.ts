@@ -143,4 +143,33 @@ describe('/developers/me for a workspace with many databases', () => {
     expect(await versionOf(big.id)).toBe(version);
     expect(await profileIds()).toEqual(await expected());
   });
+
+  it('counts every one of concurrent changes, each committing in turn, and answers what they left', async () => {
+    const before = BigInt(await versionOf(big.id));
+    const names = Array.from({ length: 8 }, (_, i) => `together_${i}_${unique()}`);
+    const created = await Promise.all(
+      names.map((databaseName) =>
+        t.http
+          .post(`/workspaces/${big.slug}/databases`)
+          .set(me.auth)
+          .send({ databaseName, region: 'AWS_US_WEST_2' })
+          .expect(201),
+      ),
+    );
+    // While the profile is read between them, every answer is one PostgreSQL held at some moment:
+    // what is left at the end, with some of the four being deleted still in their places.
+    const deleted = new Set(created.slice(0, 4).map((r) => r.body.id as string));
+    const [answers] = await Promise.all([
+      Promise.all([profileIds(), profileIds(), profileIds()]),
+      ...names
+        .slice(0, 4)
+        .map((name) => t.http.delete(`/workspaces/${big.slug}/databases/${name}`).set(me.auth).expect(200)),
+    ]);
+    const ids = await profileIds();
+    expect(ids).toEqual(await expected());
+    for (const answer of answers) expect(answer.filter((id) => !deleted.has(id))).toEqual(ids);
+    expect(BigInt(await versionOf(big.id))).toBe(before + 12n);
+    expect(ids).toEqual(expect.arrayContaining(created.slice(4).map((r) => r.body.id as string)));
+    for (const id of deleted) expect(ids).not.toContain(id);
+  });
 });
