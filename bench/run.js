@@ -780,14 +780,17 @@ async function main() {
   await meta.query('VACUUM ANALYZE databases');
   const scaleNote = QUICK ? `quick: ${fmt(P.bigDatabases)} databases instead of 100,000` : '';
 
+  /** One GET, timed to the last byte of its body (to the microsecond, unlike autocannon's whole milliseconds). */
+  const timedGet = async (url, headers) => {
+    const t0 = performance.now();
+    const res = await fetch(url, { headers });
+    const bytes = (await res.arrayBuffer()).byteLength;
+    if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+    return { ms: performance.now() - t0, bytes };
+  };
+
   await scenario('developers_me_scale', '≤ 100 ms', async () => {
-    const once = async () => {
-      const t0 = performance.now();
-      const res = await fetch(`${ours}/developers/me`, { headers: big.auth });
-      const bytes = (await res.arrayBuffer()).byteLength;
-      if (res.status !== 200) throw new Error(`/developers/me answered ${res.status}`);
-      return { ms: performance.now() - t0, bytes };
-    };
+    const once = () => timedGet(`${ours}/developers/me`, big.auth);
     await once();
     await once();
     const samples = [];
@@ -824,21 +827,22 @@ async function main() {
   });
 
   await scenario('list_databases_scale', '≤ 1.2', async () => {
-    const list = (who, slug) => () =>
-      S.load({
-        url: `${ours}/workspaces/${slug}/databases`,
-        headers: who.auth,
-        connections: 1,
-        amount: P.listRequests,
-      });
+    // Sequential requests, each timed: at ~5 ms a page, autocannon's whole milliseconds made the
+    // ratio jump between 1.0 and 1.2 on a one-millisecond step.
+    const list = (who, slug) => async () => {
+      const ms = [];
+      for (let i = 0; i < P.listRequests; i++)
+        ms.push((await timedGet(`${ours}/workspaces/${slug}/databases`, who.auth)).ms);
+      return S.median(ms);
+    };
     await list(big, 'bench-big')();
     await list(small, 'bench-small')();
     const r = await S.interleave(P.rounds, list(big, 'bench-big'), list(small, 'bench-small'));
-    const o = S.median(r.ours.map((x) => x.latency.p50));
-    const b = S.median(r.baseline.map((x) => x.latency.p50));
+    const o = S.median(r.ours);
+    const b = S.median(r.baseline);
     record({
       scenario: 'list_databases_scale',
-      metric: `p50 of GET /workspaces/{slug}/databases (first page), ${fmt(P.bigDatabases)} ÷ ${fmt(SMALL_DATABASES)} databases in the workspace`,
+      metric: `p50 of ${P.listRequests} sequential GET /workspaces/{slug}/databases (first page) a round, median of ${P.rounds} alternating rounds, ${fmt(P.bigDatabases)} ÷ ${fmt(SMALL_DATABASES)} databases in the workspace`,
       unit: 'ms',
       ours: o,
       baseline: b,
@@ -846,8 +850,8 @@ async function main() {
       target: '≤ 1.2',
       met: o / b <= 1.2,
       note: [scaleNote, 'baseline column = the same endpoint at 1,000 databases'].filter(Boolean).join('; '),
-      oursText: `p50 ${fmt(o, 1)} ms at ${fmt(P.bigDatabases / 1000)}k`,
-      baselineText: `p50 ${fmt(b, 1)} ms at 1k`,
+      oursText: `p50 ${fmt(o, 2)} ms at ${fmt(P.bigDatabases / 1000)}k`,
+      baselineText: `p50 ${fmt(b, 2)} ms at 1k`,
     });
   });
 }
