@@ -22,9 +22,10 @@ export class DeveloperProfiles {
   ) {}
 
   /**
-   * The caller's own profile (`/developers/me`) as JSON text, from what authentication read (see
-   * AuthenticationReads): the same document as `toResponse` would give, with the database ids written
-   * straight from PostgreSQL's bytes (they are the bulk of it when a caller sees many databases).
+   * The caller's own profile (`/developers/me`) as the JSON document's UTF-8 bytes, from what
+   * authentication read (see AuthenticationReads): the same document as `toResponse` would give, with
+   * the database ids written straight from PostgreSQL's bytes (they are the bulk of it when a caller
+   * sees many databases).
    */
   describeSelf(caller: Pick<DeveloperEntity, 'id' | 'email' | 'kind'>, own: OwnWorkspaces): Buffer {
     const EMPTY_LAST = '[]}'; // `databases`, the last property, as toResponse gives it here
