@@ -26,6 +26,13 @@ export const MAX_REMEMBERED_BYTES = 32 * 1024 * 1024;
 export class DatabaseIdsCache {
   private readonly byWorkspace = new Map<string, RememberedIds>();
   private bytes = 0;
+  /** Workspaces' ids served, by where they came from (for the operations metrics). */
+  readonly served = { aggregated: 0, remembered: 0 };
+
+  /** What is held now (for the operations metrics). */
+  get held(): { workspaces: number; bytes: number } {
+    return { workspaces: this.byWorkspace.size, bytes: this.bytes };
+  }
 
   /** What is remembered now: what a statement is sent, and what its answer is read against. */
   snapshot(): ReadonlyMap<string, RememberedIds> {
@@ -34,6 +41,7 @@ export class DatabaseIdsCache {
 
   /** The ids from `snapshot` that a statement found current (it sent no ids back): marks them used. */
   reuse(workspaceId: string, remembered: RememberedIds): Uint8Array {
+    this.served.remembered++;
     if (this.byWorkspace.get(workspaceId) === remembered) {
       this.byWorkspace.delete(workspaceId);
       this.byWorkspace.set(workspaceId, remembered);
@@ -41,8 +49,9 @@ export class DatabaseIdsCache {
     return remembered.ids;
   }
 
-  /** Ids a statement aggregated at `version`: remembered when there are enough to be worth it. */
+  /** Ids a statement aggregated at `version` (any number): remembered when there are enough to be worth it. */
   remember(workspaceId: string, version: string, ids: Uint8Array): void {
+    this.served.aggregated++;
     if (ids.length < MIN_REMEMBERED_IDS * 16 || ids.length > MAX_REMEMBERED_BYTES) return;
     const previous = this.byWorkspace.get(workspaceId);
     if (previous && BigInt(previous.version) > BigInt(version)) return; // a newer read got there first

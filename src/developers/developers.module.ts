@@ -12,6 +12,6 @@ import { WorkspaceDevelopersController } from './workspace-developers.controller
   imports: [WorkspacesModule, DatabasesModule],
   controllers: [DevelopersController, WorkspaceDevelopersController],
   providers: [DevelopersRepository, DevelopersService, DeveloperProfiles, DatabaseIdsCache],
-  exports: [DevelopersService, DeveloperProfiles],
+  exports: [DevelopersService, DeveloperProfiles, DatabaseIdsCache],
 })
 export class DevelopersModule {}

@@ -1,7 +1,8 @@
 import { Global, Module } from '@nestjs/common';
+import { DevelopersModule } from '../developers/developers.module';
 import { OperationsMetrics } from './operations-metrics';
 
 /** Prometheus metrics of the process (served by configureApp at /metrics and by the worker's probe port). */
 @Global()
-@Module({ providers: [OperationsMetrics], exports: [OperationsMetrics] })
+@Module({ imports: [DevelopersModule], providers: [OperationsMetrics], exports: [OperationsMetrics] })
 export class OperationsMetricsModule {}

@@ -3,6 +3,7 @@ import type { Job } from 'bull';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { DataPlane } from '../data-plane/data-plane.service';
+import { DatabaseIdsCache } from '../developers/database-ids-cache';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { ALL_QUEUES } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
@@ -19,8 +20,8 @@ interface PoolCounts {
 
 /**
  * The process's Prometheus registry: HTTP requests, Bull queues and jobs, the metadata and
- * data-plane pools, databases by status, expiring credentials, reconciler passes and the process
- * defaults. One registry per app (not prom-client's global one), so two apps in one process (the
+ * data-plane pools, databases by status, expiring credentials, reconciler passes, the database ids
+ * `/developers/me` remembers and the process defaults. One registry per app (not prom-client's global one), so two apps in one process (the
  * tests) each report their own. Gauges read their source when scraped.
  */
 @Injectable()
@@ -49,6 +50,7 @@ export class OperationsMetrics implements OnModuleInit {
     private readonly dataSource: DataSource,
     private readonly dataPlane: DataPlane,
     private readonly reconciler: Reconciler,
+    private readonly databaseIds: DatabaseIdsCache,
   ) {
     collectDefaultMetrics({ register: this.registry });
     // Gauges named like counters, which `promtool check metrics` flags; the per-type
@@ -62,6 +64,7 @@ export class OperationsMetrics implements OnModuleInit {
     }
     this.defineGauges();
     this.defineReconcilerSeries();
+    this.defineProfileSeries();
   }
 
   onModuleInit(): void {
@@ -218,6 +221,37 @@ export class OperationsMetrics implements OnModuleInit {
         this.reset();
         const ended = reconciler.stats.lastPassEndedAt;
         if (ended) this.set(ended.getTime() / 1000);
+      },
+    });
+  }
+
+  private defineProfileSeries(): void {
+    const cache = this.databaseIds;
+    new Counter({
+      name: 'developer_profile_database_ids_total',
+      help: "Workspaces' non-empty lists of database ids /developers/me served, by source (aggregated by PostgreSQL, or remembered at the workspace's version)",
+      labelNames: ['source'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc({ source: 'aggregated' }, cache.served.aggregated);
+        this.inc({ source: 'remembered' }, cache.served.remembered);
+      },
+    });
+    new Gauge({
+      name: 'developer_profile_remembered_workspaces',
+      help: 'Workspaces whose database ids this process remembers for /developers/me',
+      registers: [this.registry],
+      collect() {
+        this.set(cache.held.workspaces);
+      },
+    });
+    new Gauge({
+      name: 'developer_profile_remembered_bytes',
+      help: 'Bytes of database ids this process remembers for /developers/me (16 an id)',
+      registers: [this.registry],
+      collect() {
+        this.set(cache.held.bytes);
       },
     });
   }

@@ -1,4 +1,5 @@
 import { DatabaseIdsCache, MIN_REMEMBERED_IDS } from '../../src/developers/database-ids-cache';
+import { OperationsMetrics } from '../../src/observability/operations-metrics';
 import { createDeveloperWithToken, createIsolatedTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -58,6 +59,11 @@ describe('/developers/me for a workspace with many databases', () => {
   const profileIds = async (): Promise<string[]> =>
     (await t.http.get('/developers/me').set(me.auth).expect(200)).body.databases;
   const expected = async () => [...(await liveIds(big.id)), ...(await liveIds(other.id))];
+  /** The operations metrics' series of the remembered ids, as a scrape reads them. */
+  const metric = async (name: string): Promise<Record<string, number>> => {
+    const { values } = await t.app.get(OperationsMetrics).registry.getSingleMetric(name)!.get();
+    return Object.fromEntries(values.map((v) => [String(v.labels.source ?? ''), v.value]));
+  };
   /** Changes rows the way nothing in the service would: with the triggers off, the version stays. */
   const withoutTriggers = (sql: string, params: unknown[]) =>
     t.dataSource.transaction(async (m) => {
@@ -66,12 +72,16 @@ describe('/developers/me for a workspace with many databases', () => {
     });
 
   it('answers with the ids PostgreSQL holds and remembers them at the workspace’s version', async () => {
+    expect(await metric('developer_profile_remembered_workspaces')).toEqual({ '': 0 });
     expect(await profileIds()).toEqual(await expected());
     const remembered = t.app.get(DatabaseIdsCache).snapshot().get(big.id);
     expect(remembered?.version).toBe(await versionOf(big.id));
     expect(remembered?.ids.length).toBe((MIN_REMEMBERED_IDS + 100) * 16);
     // A workspace with few databases is read each time, not remembered.
     expect(t.app.get(DatabaseIdsCache).snapshot().has(other.id)).toBe(false);
+    expect(await metric('developer_profile_database_ids_total')).toEqual({ aggregated: 1, remembered: 0 });
+    expect(await metric('developer_profile_remembered_workspaces')).toEqual({ '': 1 });
+    expect(await metric('developer_profile_remembered_bytes')).toEqual({ '': (MIN_REMEMBERED_IDS + 100) * 16 });
   });
 
   it('serves the remembered ids, without aggregating them again, while the version stays', async () => {
@@ -83,6 +93,7 @@ describe('/developers/me for a workspace with many databases', () => {
       // remembered one, so the statement did not aggregate the ids.
       expect(await profileIds()).toEqual(before);
       expect(await liveIds(big.id)).not.toContain(victim);
+      expect(await metric('developer_profile_database_ids_total')).toEqual({ aggregated: 1, remembered: 2 });
     } finally {
       await withoutTriggers('UPDATE databases SET deleted = NULL WHERE id = $1', [victim]);
     }
