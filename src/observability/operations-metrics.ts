@@ -1,8 +1,10 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Job } from 'bull';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { DataPlane } from '../data-plane/data-plane.service';
+import { metadataPool } from '../database/hot-query';
 import { DatabaseIdsCache } from '../developers/database-ids-cache';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { ALL_QUEUES } from '../queues/queue-names';
@@ -11,12 +13,6 @@ import { Reconciler } from '../queues/reconciler';
 /** A scrape must answer even while a dependency hangs: each source gets this long. */
 const SOURCE_TIMEOUT_MS = 1000;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
-
-interface PoolCounts {
-  totalCount: number;
-  idleCount: number;
-  waitingCount: number;
-}
 
 /**
  * The process's Prometheus registry: HTTP requests, Bull queues and jobs, the metadata and
@@ -111,7 +107,8 @@ export class OperationsMetrics implements OnModuleInit {
       registers: [this.registry],
       collect() {
         this.reset();
-        const pool = (dataSource.driver as unknown as { master?: PoolCounts }).master;
+        // Absent before the data source connects and after it is destroyed.
+        const pool = metadataPool(dataSource) as Pool | undefined;
         if (!pool) return;
         this.set({ state: 'total' }, pool.totalCount);
         this.set({ state: 'idle' }, pool.idleCount);
