@@ -15,8 +15,7 @@ describe('hot reads on the metadata pool', () => {
   afterAll(() => pool.end());
 
   const prepared = async () =>
-    (await pool.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements'))
-      .rows;
+    (await pool.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements')).rows;
 
   it('a PreparedRead is prepared once on the connection and answers every time', async () => {
     const read: PreparedRead = { name: 'hot_query_spec_sum', text: 'SELECT $1::int + $2::int AS sum' };
