@@ -590,7 +590,7 @@ async function main() {
     return { samples, cpuMicros };
   };
   const p50Of = (batches) => S.median(batches.flatMap((x) => x.samples));
-  // Server CPU per call over all rounds (/proc counts 10 ms ticks: summed, not a median of batches).
+  // Server CPU per call over all rounds (summed, not a median of batches).
   const cpuPerCall = (batches) =>
     fmt(batches.reduce((n, x) => n + x.cpuMicros, 0) / batches.flatMap((x) => x.samples).length / 1000, 1);
   await scenario('create_to_ready', '≤ 1.2', async () => {
