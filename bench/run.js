@@ -418,15 +418,22 @@ async function main() {
       ours: Math.round(Math.min(maxReadRate.ours, freshOurs) * 0.7),
       baseline: Math.round(Math.min(maxReadRate.baseline, freshBaseline) * 0.7),
     };
-    const atFixedRate = (base, rate) =>
-      S.fixedRate({ url: base + readPath, headers: a.auth, rate, seconds: P.tailSeconds, connections: CONNECTIONS });
+    // Each round also gives the share of one core its server spent (its CPU time over the round's
+    // seconds): how close to saturation "70% of the maximum" put it, where the maximum was measured
+    // with 32 connections always busy, which batches work an open-loop rate does not.
+    const atFixedRate = async (base, pid, rate) => {
+      const { result, cpuMicros } = await S.cpuMicrosDuring(pid, () =>
+        S.fixedRate({ url: base + readPath, headers: a.auth, rate, seconds: P.tailSeconds, connections: CONNECTIONS }),
+      );
+      return { ...result, coreBusy: cpuMicros / (P.tailSeconds * 1e6) };
+    };
     // Rounds alternate, as in every compared scenario: one stall of the machine (the baseline's own
     // p99 ÷ p50 has ranged from 3 to over 25 here) then moves one round, not the figure.
     const alternate = (oursRate, baselineRate) =>
       S.interleave(
         P.rounds,
-        async () => countReads(await atFixedRate(ours, oursRate)),
-        () => atFixedRate(raw.reads, baselineRate),
+        async () => countReads(await atFixedRate(ours, servicePid, oursRate)),
+        () => atFixedRate(raw.reads, procs.reads.child.pid, baselineRate),
       );
     const r = await alternate(rates.ours, rates.baseline);
     // Not scored: both sides at one rate, 70% of the slower side's maximum. Ours, being the faster,
@@ -438,7 +445,8 @@ async function main() {
     // Not scored: the floor (bench/baselines/floor.js, a bare node:http server answering a constant)
     // through the same generator at ours' rate: what this machine and the generator alone give.
     const floorRounds = [];
-    for (let i = 0; i < P.rounds; i++) floorRounds.push(await atFixedRate(raw.floor, rates.ours));
+    for (let i = 0; i < P.rounds; i++)
+      floorRounds.push(await atFixedRate(raw.floor, procs.floor.child.pid, rates.ours));
     // An open-loop round the server did not keep up with measured its queue, not its tail (the p50
     // grows with the backlog and the ratio shrinks): such rounds are left out, and unless most
     // rounds of ours kept up the scenario never counts as met.
@@ -450,7 +458,8 @@ async function main() {
       // The round whose ratio is nearest the median, for the milliseconds shown beside it.
       const gap = (x) => Math.abs(ratioOf(x) - median);
       const mid = kept.reduce((best, x) => (gap(x) < gap(best) ? x : best), kept[0]);
-      return { rate, kept: kept.length, ratios, median, mid };
+      const busy = S.median(rounds.map((x) => x.coreBusy));
+      return { rate, kept: kept.length, ratios, median, mid, busy };
     };
     const o = summary(r.ours, rates.ours);
     const b = summary(r.baseline, rates.baseline);
@@ -458,7 +467,7 @@ async function main() {
     const bSame = summary(same.baseline, sameRate);
     const floor = summary(floorRounds, rates.ours);
     const rounds = (s) =>
-      `at ${fmt(s.rate)} req/s, rounds ${s.ratios.map((x) => fmt(x, 1)).join(', ') || 'none'}` +
+      `at ${fmt(s.rate)} req/s (its core ${fmt(s.busy * 100)}% busy), rounds ${s.ratios.map((x) => fmt(x, 1)).join(', ') || 'none'}` +
       (s.kept < P.rounds ? ` (${P.rounds - s.kept} fell behind)` : '');
     const tail = (s) =>
       s.median === null
