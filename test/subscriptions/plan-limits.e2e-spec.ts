@@ -1,3 +1,4 @@
+import type request from 'supertest';
 import { IsNull } from 'typeorm';
 import { DatabaseEntity } from '../../src/databases/database.entity';
 import { createReadyDatabase, createWorkspace, unique } from '../databases/support';
@@ -95,7 +96,23 @@ describe('plan limits', () => {
     const ws = await createWorkspace(t, auth);
     const db = await createReadyDatabase(t, auth, ws.slug);
     const path = `/workspaces/${ws.slug}/databases/${db.name}/credentials`;
-    const answers = await Promise.all(Array.from({ length: 5 }, () => t.http.post(path).set(auth).send()));
+    // Each insert of a credential of this database waits 0.3 s inside the create's transaction,
+    // after its count: creates that did not take turns would all count none and all be made.
+    const trigger = `slow_credential_insert_${unique()}`;
+    await t.dataSource.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    );
+    await t.dataSource.query(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON credentials FOR EACH ROW
+         WHEN (NEW.database_id = '${db.id}'::uuid) EXECUTE FUNCTION ${trigger}()`,
+    );
+    let answers: request.Response[];
+    try {
+      answers = await Promise.all(Array.from({ length: 5 }, () => t.http.post(path).set(auth).send()));
+    } finally {
+      await t.dataSource.query(`DROP TRIGGER ${trigger} ON credentials`);
+      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+    }
     expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 403, 403, 403]);
     expect(answers.find((a) => a.status === 403)!.body).toEqual({
       errorCode: 'threshold_exceeded',
