@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { In, IsNull, LessThanOrEqual, MoreThan, Not, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
-import { lockForContextTransaction } from '../database/transaction-lock';
 import { CredentialRotationEntity } from './credential-rotation.entity';
 import { CredentialEntity } from './credential.entity';
 
@@ -16,11 +15,6 @@ export class CredentialsRepository {
 
   private get repo(): Repository<CredentialEntity> {
     return this.txHost.tx.getRepository(CredentialEntity);
-  }
-
-  /** Takes an advisory lock named `key` for the rest of the context's transaction. */
-  lockKey(key: string): Promise<void> {
-    return lockForContextTransaction(this.txHost, key);
   }
 
   /** Inserts a new credential (raw: no look-up of the id as `save` does, no query building). */

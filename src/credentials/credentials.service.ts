@@ -252,11 +252,10 @@ export class CredentialsService implements OnModuleInit {
   }
 
   /**
-   * Refuses a credential beyond the plan's number per database. Creates of one database take turns
-   * (a transaction-scoped advisory lock), as they share the row lock.
+   * Refuses a credential beyond the plan's number per database. The caller holds the database row
+   * FOR NO KEY UPDATE, so creates of one database take turns here.
    */
   private async assertRoomInPlan(workspaceId: string, databaseId: string): Promise<void> {
-    await this.credentials.lockKey(`credentials:${databaseId}`);
     await this.plans.assertRoomFor(workspaceId, 'credentials', () => this.credentials.countLive(databaseId));
   }
 
@@ -293,7 +292,11 @@ export class CredentialsService implements OnModuleInit {
     let intent: { database: DatabaseEntity; credential: CredentialEntity };
     try {
       intent = await this.txHost.withTransaction(async () => {
-        const row = await this.databases.lock(databaseId, 'pessimistic_read');
+        // Creates within the plan take turns on the row (they count, then insert); others share it.
+        const row = await this.databases.lock(
+          databaseId,
+          options.withinPlanOf ? 'for_no_key_update' : 'pessimistic_read',
+        );
         if (!row || row.finalized) {
           throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
         }

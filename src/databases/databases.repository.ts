@@ -41,6 +41,17 @@ const USAGE_OF_SERVER = (id: string) =>
  * their own), except the raw hot reads, which run on the pool itself
  * (readRows) and never inside a transaction.
  */
+/**
+ * Row lock modes (TypeORM's names). FOR NO KEY UPDATE takes turns with every other locker of the row
+ * but lets rows that reference it be written meanwhile (their foreign-key checks take FOR KEY SHARE).
+ */
+const ROW_LOCKS = {
+  pessimistic_write: 'FOR UPDATE',
+  for_no_key_update: 'FOR NO KEY UPDATE',
+  pessimistic_read: 'FOR SHARE',
+} as const;
+export type RowLockMode = keyof typeof ROW_LOCKS;
+
 @Injectable()
 export class DatabasesRepository {
   constructor(
@@ -57,14 +68,11 @@ export class DatabasesRepository {
     return lockForContextTransaction(this.txHost, ...keys);
   }
 
-  /** Locks the row (FOR UPDATE / FOR SHARE) for the rest of the context's transaction (refused outside one). */
-  async lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
+  /** Locks the row (in one of ROW_LOCKS' modes) for the rest of the context's transaction (refused outside one). */
+  async lock(id: string, mode: RowLockMode): Promise<DatabaseEntity | null> {
     const [row] = await this.txHost
       .required('a database row lock')
-      .query<DatabaseRow[]>(
-        `SELECT ${DATABASE_COLUMNS} FROM databases WHERE id = $1 ${mode === 'pessimistic_write' ? 'FOR UPDATE' : 'FOR SHARE'}`,
-        [id],
-      );
+      .query<DatabaseRow[]>(`SELECT ${DATABASE_COLUMNS} FROM databases WHERE id = $1 ${ROW_LOCKS[mode]}`, [id]);
     return row ? toDatabase(row) : null;
   }
 

@@ -14,7 +14,7 @@ import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
 import { finalizeJobId, provisionJobId } from './database-jobs';
 import { isValidDatabaseName } from './database-name';
-import { DatabasesRepository } from './databases.repository';
+import { DatabasesRepository, type RowLockMode } from './databases.repository';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
 import type { CreateDatabaseDto } from './dto/create-database.dto';
@@ -346,7 +346,7 @@ export class DatabasesService {
    * Locks the database row for the rest of the transaction the context carries (serializes work on
    * one database); the caller opens it (MetadataTransactions.withTransaction).
    */
-  lock(id: string, mode: 'pessimistic_write' | 'pessimistic_read'): Promise<DatabaseEntity | null> {
+  lock(id: string, mode: RowLockMode): Promise<DatabaseEntity | null> {
     return this.databases.lock(id, mode);
   }
 
