@@ -36,14 +36,9 @@ const USAGE_OF_SERVER = (id: string) =>
    (SELECT count(*) FROM pooled_databases p WHERE p.server_id = ${id})::int AS pooled`;
 
 /**
- * Every statement on `databases` (habit 15). Statements go through the transaction the context
- * carries (MetadataTransactions: inside its withTransaction they join it, outside they run on
- * their own), except the raw hot reads, which run on the pool itself
- * (readRows) and never inside a transaction.
- */
-/**
- * Row lock modes (TypeORM's names). FOR NO KEY UPDATE takes turns with every other locker of the row
- * but lets rows that reference it be written meanwhile (their foreign-key checks take FOR KEY SHARE).
+ * Row lock modes (TypeORM's names). FOR NO KEY UPDATE conflicts with the modes here, FOR SHARE
+ * included, but not with the FOR KEY SHARE of foreign-key checks: rows that reference the database
+ * can still be written while it is held.
  */
 const ROW_LOCKS = {
   pessimistic_write: 'FOR UPDATE',
@@ -52,6 +47,12 @@ const ROW_LOCKS = {
 } as const;
 export type RowLockMode = keyof typeof ROW_LOCKS;
 
+/**
+ * Every statement on `databases` (habit 15). Statements go through the transaction the context
+ * carries (MetadataTransactions: inside its withTransaction they join it, outside they run on
+ * their own), except the raw hot reads, which run on the pool itself
+ * (readRows) and never inside a transaction.
+ */
 @Injectable()
 export class DatabasesRepository {
   constructor(
