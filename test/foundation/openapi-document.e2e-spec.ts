@@ -69,13 +69,17 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
       expect(missing).toEqual([]);
     });
 
-    // Success types come from the CLI plugin (return types): only the built document has them all.
-    (source.startsWith('committed') ? it : it.skip)('documents the success answer of every operation', () => {
-      const missing = operations(document)
-        .filter(([, op]) => !Object.keys(op.responses ?? {}).some((status) => /^2\d\d$/.test(status)))
-        .map(([name]) => name);
-      expect(missing).toEqual([]);
-    });
+    // Success types come from the CLI plugin (return types), which `nest build` runs and Jest's
+    // compilation does not: only the built document, committed as openapi.json, has them all, so
+    // only it is held to this.
+    if (source.startsWith('committed')) {
+      it('documents the success answer of every operation', () => {
+        const missing = operations(document)
+          .filter(([, op]) => !Object.keys(op.responses ?? {}).some((status) => /^2\d\d$/.test(status)))
+          .map(([name]) => name);
+        expect(missing).toEqual([]);
+      });
+    }
 
     it('lists the error responses of every operation, each with the error body', () => {
       const problems: string[] = [];
