@@ -864,7 +864,7 @@ async function main() {
       note: [
         scaleNote,
         'baseline column = the same endpoint at 1,000 databases',
-        `rounds at 100k ${r.ours.map((x) => fmt(x, 2)).join(', ')}; at 1k ${r.baseline.map((x) => fmt(x, 2)).join(', ')}`,
+        `rounds at ${fmt(P.bigDatabases / 1000)}k ${r.ours.map((x) => fmt(x, 2)).join(', ')}; at 1k ${r.baseline.map((x) => fmt(x, 2)).join(', ')}`,
       ]
         .filter(Boolean)
         .join('; '),
