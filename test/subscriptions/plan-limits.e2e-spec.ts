@@ -22,8 +22,8 @@ describe('plan limits', () => {
   });
   afterAll(() => t.close());
 
-  const create = (slug: string, name = `pl_${unique()}`) =>
-    t.http.post(`/workspaces/${slug}/databases`).set(auth).send({ databaseName: name, region: 'AWS_US_WEST_2' });
+  const create = (slug: string, name = `pl_${unique()}`, region = 'AWS_US_WEST_2') =>
+    t.http.post(`/workspaces/${slug}/databases`).set(auth).send({ databaseName: name, region });
   const liveCount = (workspaceId: string) =>
     t.dataSource.getRepository(DatabaseEntity).countBy({ workspaceId, deleted: IsNull() });
 
@@ -40,9 +40,27 @@ describe('plan limits', () => {
     expect(await liveCount(ws.id)).toBe(3);
   });
 
-  it('never exceeds the limit when 20 creates arrive at once', async () => {
+  it('never exceeds the limit when 20 creates arrive at once, in both regions', async () => {
     const ws = await createWorkspace(t, auth);
-    const answers = await Promise.all(Array.from({ length: 20 }, () => create(ws.slug)));
+    // Creates of one region take turns for placement anyway; the two regions' do not. Each insert
+    // of a database of this workspace waits 0.3 s inside the create's transaction, after its count:
+    // creates that did not take the plan's turn would count the same databases and overfill it.
+    const trigger = `slow_database_insert_${unique()}`;
+    await t.dataSource.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    );
+    await t.dataSource.query(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON databases FOR EACH ROW
+         WHEN (NEW.workspace_id = '${ws.id}'::uuid) EXECUTE FUNCTION ${trigger}()`,
+    );
+    let answers: request.Response[];
+    try {
+      const regions = ['AWS_US_WEST_2', 'AWS_EU_CENTRAL_1'];
+      answers = await Promise.all(Array.from({ length: 20 }, (_, i) => create(ws.slug, undefined, regions[i % 2])));
+    } finally {
+      await t.dataSource.query(`DROP TRIGGER ${trigger} ON databases`);
+      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+    }
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses.filter((s) => s === 201)).toHaveLength(3);
     expect(statuses.filter((s) => s === 403)).toHaveLength(17);
