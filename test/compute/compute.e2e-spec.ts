@@ -499,6 +499,37 @@ describe('dedicated compute', () => {
       expect(await connectionLimit(t, db.id)).toBe(-1);
     });
 
+    it("applies the envelopes of one database's instances one at a time: a run that finds another applying refuses and changes nothing", async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const ready = await createReadyInstance(db, 'dc-small');
+      expect(await connectionLimit(t, db.id)).toBe(50);
+      // A resize whose job has not run yet (no job races the runs below).
+      await t.dataSource.query("UPDATE compute_instances SET desired_instance_type_id = 'dc-large' WHERE id = $1", [
+        ready.instanceId,
+      ]);
+      const lifecycle = t.app.get(ComputeLifecycle);
+      const { server_id: server, physical_name: physical } = await databaseRow(t, db.id);
+      // Another run (of another instance of the database) holds the database's envelope turn.
+      const held = await t.app.get(DataPlane).exclusively(server!, `compute-envelope:${physical}`, async () => {
+        await expect(lifecycle.converge(ready.instanceId)).rejects.toThrow(
+          "another run is applying this database's envelope; will retry",
+        );
+        expect(await connectionLimit(t, db.id)).toBe(50);
+        expect(await instanceRow(t, ready.instanceId)).toMatchObject({
+          status: 'RESIZING',
+          instance_type_id: 'dc-small',
+          desired_instance_type_id: 'dc-large',
+        });
+        return true;
+      });
+      expect(held).toBe(true);
+
+      // Its turn once the other run is done.
+      await lifecycle.converge(ready.instanceId);
+      expect(await connectionLimit(t, db.id)).toBe(200);
+      expect(await instanceRow(t, ready.instanceId)).toMatchObject({ status: 'READY', instance_type_id: 'dc-large' });
+    });
+
     it('re-enqueues lost jobs in the sweep: an instance recorded without its job is provisioned, a deletion without its job finalized', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       // A crash between commit and enqueue: the row exists, no job does.
