@@ -1,3 +1,4 @@
+import type request from 'supertest';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
 
 describe('developers of a workspace', () => {
@@ -95,6 +96,45 @@ describe('developers of a workspace', () => {
     const res = await t.http.delete(`/workspaces/${ws.slug}/developers/${me.developer.id}`).set(me.auth).expect(403);
     expect(res.body.errorCode).toBe('forbidden_operation');
     await t.http.get(`/workspaces/${ws.slug}`).set(me.auth).expect(200);
+  });
+
+  it('leaves one member when the last two remove each other at the same time: one is removed, the other refused', async () => {
+    const a = await createDeveloperWithToken(t.app);
+    const b = await createDeveloperWithToken(t.app);
+    const ws = await workspaceWith(a, b);
+    // Each removal's delete sleeps: removals that did not take turns would both count the other and both delete.
+    const trigger = `slow_member_delete_${unique()}`;
+    await t.dataSource.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN OLD; END $$`,
+    );
+    await t.dataSource.query(
+      `CREATE TRIGGER ${trigger} BEFORE DELETE ON workspace_members FOR EACH ROW
+         WHEN (OLD.workspace_id = '${ws.id}'::uuid) EXECUTE FUNCTION ${trigger}()`,
+    );
+    let answers: request.Response[];
+    try {
+      answers = await Promise.all([
+        t.http.delete(`/workspaces/${ws.slug}/developers/${b.developer.id}`).set(a.auth),
+        t.http.delete(`/workspaces/${ws.slug}/developers/${a.developer.id}`).set(b.auth),
+      ]);
+    } finally {
+      await t.dataSource.query(`DROP TRIGGER ${trigger} ON workspace_members`);
+      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+    }
+    expect(answers.map((r) => r.status).sort()).toEqual([204, 403]);
+    expect(answers.find((r) => r.status === 403)!.body).toEqual({
+      errorCode: 'forbidden_operation',
+      message: 'The last member of a workspace cannot be removed',
+      statusCode: 403,
+    });
+    const rows = await t.dataSource.query('SELECT developer_id FROM workspace_members WHERE workspace_id = $1', [
+      ws.id,
+    ]);
+    expect(rows).toHaveLength(1);
+    // The one left is the one whose removal was refused, and it still reaches the workspace.
+    const kept = answers[0].status === 403 ? b : a;
+    expect(rows).toEqual([{ developer_id: kept.developer.id }]);
+    await t.http.get(`/workspaces/${ws.slug}`).set(kept.auth).expect(200);
   });
 
   it('answers 404 for a developer who is not a member, or an id that is not one', async () => {
