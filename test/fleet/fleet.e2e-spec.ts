@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
+import type request from 'supertest';
 import { DataSource } from 'typeorm';
 import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
 import { DatabaseEntity } from '../../src/databases/database.entity';
@@ -381,6 +382,65 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       return body.servers.every((s) => s.up);
     }, 10000);
   }, 120000);
+});
+
+describe('placement of creates that arrive at once', () => {
+  let t: TestApp & { metadataUrl: string };
+  let auth: Auth;
+
+  beforeAll(async () => {
+    t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '0', WORKERS: 'off' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  it('never overfills a server: creates of different workspaces take its free places in turn, the rest get 503', async () => {
+    const server = await serverIdOf(t, REGION);
+    await t.dataSource.query('UPDATE data_plane_servers SET max_databases = 2 WHERE id = $1', [server]);
+    const slugs: string[] = [];
+    for (let i = 0; i < 6; i += 1) slugs.push((await createWorkspace(t, auth)).slug);
+    // Each workspace's creates take turns on its plan's lock, which does not order these: only the
+    // region's placement turn does. Each insert on the server waits 0.3 s inside the create's
+    // transaction, after its read of the free places: creates that did not take turns would all
+    // read 2 free places and all be placed.
+    const trigger = `slow_placement_${unique()}`;
+    await t.dataSource.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    );
+    await t.dataSource.query(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON databases FOR EACH ROW
+         WHEN (NEW.server_id = '${server}'::uuid) EXECUTE FUNCTION ${trigger}()`,
+    );
+    let answers: request.Response[];
+    try {
+      answers = await Promise.all(
+        slugs.map((slug) =>
+          t.http
+            .post(`/workspaces/${slug}/databases`)
+            .set(auth)
+            .send({ databaseName: `burst_${unique()}`, region: REGION }),
+        ),
+      );
+    } finally {
+      await t.dataSource.query(`DROP TRIGGER ${trigger} ON databases`);
+      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+    }
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 503, 503, 503, 503]);
+    for (const refused of answers.filter((a) => a.status === 503)) {
+      expect(refused.headers['retry-after']).toBe('5');
+      expect(refused.body).toEqual({
+        errorCode: 'db_creation_failure',
+        message: `No data-plane server of region ${REGION} has room for another database; retry later`,
+        statusCode: 503,
+      });
+    }
+    expect(
+      await t.dataSource.query<{ n: number }[]>(
+        'SELECT count(*)::int AS n FROM databases WHERE server_id = $1 AND finalized IS NULL',
+        [server],
+      ),
+    ).toEqual([{ n: 2 }]);
+  });
 });
 
 describe('an install from before the fleet', () => {
