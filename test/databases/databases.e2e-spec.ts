@@ -663,6 +663,30 @@ describe('database lifecycle jobs', () => {
     }
   });
 
+  it("finalizes a deletion only in the database's turn: while another run holds its lock on the server, it refuses and drops nothing", async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { server_id: serverId, physical_name: physical } = await databaseRow(t, db.id);
+    await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+    await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+      db.id,
+    ]);
+    const lifecycle = t.app.get(DatabaseLifecycle);
+    // Another run (a build, or a second finalization) holds the database's lock on its server.
+    const held = await t.app.get(DataPlane).exclusively(serverId!, `database:${physical}`, async () => {
+      await expect(lifecycle.finalize(db.id)).rejects.toThrow(
+        `database ${db.id} is being worked on by another run; finalization will retry`,
+      );
+      expect(await physicalDatabaseExists(physical)).toBe(true);
+      expect((await databaseRow(t, db.id)).finalized).toBeNull();
+      return true;
+    });
+    expect(held).toBe(true);
+    // Once the lock is free, the retry finalizes it.
+    await expect(lifecycle.finalize(db.id)).resolves.toBe(true);
+    expect(await physicalDatabaseExists(physical)).toBe(false);
+    expect((await databaseRow(t, db.id)).finalized).not.toBeNull();
+  });
+
   it('runs a provisioning job twice harmlessly', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const before = await databaseRow(t, db.id);
