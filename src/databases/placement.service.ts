@@ -13,8 +13,8 @@ export interface Candidate {
  * Where databases live. A new database goes to the ACTIVE server of its region with the most free
  * capacity (`max_databases` minus its databases and warm-pool entries), ties to the one with fewer
  * databases. Placements of one region take turns (a transaction-level advisory lock in the
- * metadata database, held for the create's short transaction only), so two creates never both take
- * a server's last free place.
+ * metadata database, held for the create's short transaction only), and so do the warm pool's new
+ * entries, so two creates, or a create and a refill, never both take a server's last free place.
  */
 @Injectable()
 export class Placement implements OnModuleInit {
@@ -49,6 +49,11 @@ export class Placement implements OnModuleInit {
    */
   regionLockKey(region: Region): string {
     return `placement:${region}`;
+  }
+
+  /** Takes the region's placement turn (regionLockKey) for the rest of the transaction the context carries. */
+  takeTurn(region: Region): Promise<void> {
+    return this.databases.lockKeys(this.regionLockKey(region));
   }
 
   /**

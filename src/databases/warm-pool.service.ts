@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
 import { DataPlaneServers } from '../data-plane/data-plane-servers.service';
 import { DataPlane } from '../data-plane/data-plane.service';
@@ -26,6 +27,7 @@ export class WarmPool {
   private readonly logger = new Logger(WarmPool.name);
 
   constructor(
+    private readonly txHost: MetadataTransactions,
     private readonly pooled: PooledDatabasesRepository,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
@@ -86,21 +88,28 @@ export class WarmPool {
       for (const entry of await this.pooled.listOn(serverId, true)) {
         await this.build(entry);
       }
-      const hasRoom = async () => {
-        const usage = (await this.placement.usage([serverId])).get(serverId)!;
-        return usage.databases + usage.pooled < server.maxDatabases;
-      };
-      let count = await this.pooled.countOn(serverId);
-      while (count < this.target && (await hasRoom())) {
-        const id = randomUUID();
-        const entry = await this.pooled.save({
-          id,
-          region: server.region,
-          serverId,
-          physicalName: physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
-          ready: false,
-          lastError: null,
+      // A new entry takes a place on the server: the room is read and the entry recorded in the
+      // region's placement turn (see Placement), so a create never takes the same last place. The
+      // entry is built after that short transaction.
+      const reserve = () =>
+        this.txHost.withTransaction(async () => {
+          await this.placement.takeTurn(server.region);
+          const usage = (await this.placement.usage([serverId])).get(serverId)!;
+          if (usage.databases + usage.pooled >= server.maxDatabases) return null;
+          const id = randomUUID();
+          return this.pooled.save({
+            id,
+            region: server.region,
+            serverId,
+            physicalName: physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
+            ready: false,
+            lastError: null,
+          });
         });
+      let count = await this.pooled.countOn(serverId);
+      while (count < this.target) {
+        const entry = await reserve();
+        if (!entry) break;
         await this.build(entry);
         count = await this.pooled.countOn(serverId);
       }

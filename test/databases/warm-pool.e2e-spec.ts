@@ -1,12 +1,21 @@
 import { Client } from 'pg';
 import { randomUUID } from 'node:crypto';
+import type request from 'supertest';
 import { AppConfig } from '../../src/config/app-config';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { physicalDatabaseName } from '../../src/data-plane/physical-names';
 import { migrateDatabase } from '../../src/database/data-source-options';
+import { Placement } from '../../src/databases/placement.service';
 import { PooledDatabaseEntity } from '../../src/databases/pooled-database.entity';
 import { WarmPool } from '../../src/databases/warm-pool.service';
-import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import {
+  createDeveloperWithToken,
+  createIsolatedTestApp,
+  createTestApp,
+  eventually,
+  reconcile,
+  TestApp,
+} from '../support/test-app';
 import { Auth, createWorkspace, databaseRow, onDataPlane, serverIdOf, unique, waitForStatus } from './support';
 
 /**
@@ -168,5 +177,66 @@ describe('warm pool', () => {
     } finally {
       await off.close();
     }
+  });
+});
+
+describe('warm pool on a server with one free place', () => {
+  let t: TestApp & { metadataUrl: string };
+  let auth: Auth;
+
+  beforeAll(async () => {
+    // No workers: the pool is refilled only when the test says so.
+    t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '1', WORKERS: 'off' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  it('never overfills the server: a refill that comes while a create takes the last place adds no entry', async () => {
+    const server = await serverIdOf(t, 'AWS_US_WEST_2');
+    const { slug } = await createWorkspace(t, auth);
+    const placement = t.app.get(Placement);
+    await t.dataSource.query('UPDATE data_plane_servers SET max_databases = 1 WHERE id = $1', [server]);
+    expect(await placement.livingOn(server)).toBe(0);
+    // The create's insert waits 1 s inside its transaction, after it has read the one free place
+    // (the pool is empty, so it takes a new one); the refill runs meanwhile.
+    const trigger = `slow_placement_${unique()}`;
+    await t.dataSource.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NEW; END $$`,
+    );
+    await t.dataSource.query(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON databases FOR EACH ROW
+         WHEN (NEW.server_id = '${server}'::uuid) EXECUTE FUNCTION ${trigger}()`,
+    );
+    let created: request.Response;
+    try {
+      const create = t.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: `last_${unique()}`, region: 'AWS_US_WEST_2' })
+        .then((res) => res);
+      const refill = (async () => {
+        await eventually(
+          async () =>
+            (
+              await t.dataSource.query(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
+              )
+            ).length > 0,
+          5000,
+          20,
+        );
+        await t.app.get(WarmPool).refill(server);
+      })();
+      [created] = await Promise.all([create, refill]);
+    } finally {
+      await t.dataSource.query(`DROP TRIGGER ${trigger} ON databases`);
+      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+    }
+    expect(created.status).toBe(201);
+    expect(created.body.status).toBe('REQUESTED');
+    expect(
+      await t.dataSource.query('SELECT physical_name FROM pooled_databases WHERE server_id = $1', [server]),
+    ).toEqual([]);
+    expect(await placement.livingOn(server)).toBe(1);
   });
 });
