@@ -1,4 +1,5 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import type request from 'supertest';
 import { sign } from 'jsonwebtoken';
 import { AccessTokens } from '../../src/auth/access-tokens';
 import { AppConfig } from '../../src/config/app-config';
@@ -89,9 +90,42 @@ describe('refresh tokens, client credentials and /developers/me', () => {
 
     it('lets only one of two concurrent refreshes win, and treats the other as reuse', async () => {
       const first = await login();
-      const [a, b] = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token)]);
-      expect([a.status, b.status].sort()).toEqual([200, 400]);
-      const winner = a.status === 200 ? a : b;
+      const [{ id, family_id: familyId }] = await t.dataSource.query<{ id: string; family_id: string }[]>(
+        `SELECT id, family_id FROM oauth_refresh_tokens WHERE token_hash = encode(sha256($1::bytea), 'hex')`,
+        [first.refresh_token],
+      );
+      // Marking this token used waits 0.3 s, row locked, transaction open: the other refresh reads
+      // it unused meanwhile, so only the claim's own condition can tell that it lost.
+      const trigger = `slow_refresh_claim_${randomBytes(4).toString('hex')}`;
+      await t.dataSource.query(
+        `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+      );
+      await t.dataSource.query(
+        `CREATE TRIGGER ${trigger} BEFORE UPDATE ON oauth_refresh_tokens FOR EACH ROW
+           WHEN (OLD.id = '${id}'::uuid AND OLD.used_at IS NULL AND NEW.used_at IS NOT NULL) EXECUTE FUNCTION ${trigger}()`,
+      );
+      let answers: request.Response[];
+      try {
+        answers = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token)]);
+      } finally {
+        await t.dataSource.query(`DROP TRIGGER ${trigger} ON oauth_refresh_tokens`);
+        await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+      }
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
+      const loser = answers.find((a) => a.status === 400)!;
+      expect(loser.body).toMatchObject({ error: 'invalid_grant', statusCode: 400 });
+      expect(loser.body.error_description).toMatch(/already used/);
+      // One successor only, and the reuse revoked the family, the winner's successor included.
+      const family = await t.dataSource.query<{ used: boolean; revoked: boolean }[]>(
+        `SELECT used_at IS NOT NULL AS used, revoked_at IS NOT NULL AS revoked FROM oauth_refresh_tokens
+          WHERE family_id = $1 ORDER BY created`,
+        [familyId],
+      );
+      expect(family).toEqual([
+        { used: true, revoked: true },
+        { used: false, revoked: true },
+      ]);
+      const winner = answers.find((a) => a.status === 200)!;
       expect((await refresh(winner.body.refresh_token)).body.error).toBe('invalid_grant');
     });
 
