@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { sign } from 'jsonwebtoken';
 import { AccessTokens } from '../../src/auth/access-tokens';
 import { AppConfig } from '../../src/config/app-config';
@@ -76,12 +76,27 @@ describe('bearer-token authentication', () => {
 
     it('loses access at once when its developer is deleted, on every kind of route', async () => {
       const { developer, auth, slug } = await memberOfAWorkspace();
+      await t.http.get('/workspaces').set(auth).expect(200);
       await t.dataSource.query('UPDATE developers SET deleted = now() WHERE id = $1', [developer.id]);
-      for (const path of ['/developers/me', `/workspaces/${slug}/databases`, `/workspaces/${slug}/databases/nope`]) {
-        const res = await t.http.get(path).set(auth).expect(401);
+      // Its own profile, workspace routes (with and without a database) and routes without a workspace.
+      const requests = [
+        () => t.http.get('/developers/me'),
+        () => t.http.get(`/workspaces/${slug}/databases`),
+        () => t.http.get(`/workspaces/${slug}/databases/nope`),
+        () => t.http.get('/workspaces'),
+        () => t.http.post('/workspaces').send({ name: `After deletion ${developer.id.slice(0, 8)}` }),
+        () => t.http.get(`/databases/${randomUUID()}`),
+      ];
+      for (const request of requests) {
+        const res = await request().set(auth).expect(401);
         expect(res.body).toMatchObject(ERROR_401);
         expect(res.headers['www-authenticate']).toBe('Bearer');
       }
+      // The refused create made no workspace: the developer is still a member of its first one only.
+      const memberships = await t.dataSource.query('SELECT 1 FROM workspace_members WHERE developer_id = $1', [
+        developer.id,
+      ]);
+      expect(memberships).toHaveLength(1);
     });
 
     it('loses a workspace at once when its developer leaves it', async () => {
