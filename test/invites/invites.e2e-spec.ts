@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import type request from 'supertest';
 import { InvitesService } from '../../src/invites/invites.service';
 import { freePort } from '../support/free-port';
 import { TestSmtpServer } from '../support/smtp';
@@ -184,6 +186,52 @@ describe('invites', () => {
     await t.http.post('/invites/accept').set(invitee.auth).send({ code: 'nonsense' }).expect(404);
     await t.http.delete(`/workspaces/${ws.slug}/invites/${deleted.id}`).set(owner.auth).expect(404);
     await t.http.get(`/workspaces/${ws.slug}`).set(invitee.auth).expect(403);
+  });
+
+  it('lets a code be accepted once when two acceptances arrive together: one joins, the other is refused', async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await workspace(owner.auth);
+    const email = uniqueEmail('twice');
+    const invitee = await createDeveloperWithToken(t.app, { email });
+    const invite = (
+      await t.http
+        .post(`/workspaces/${ws.slug}/invites`)
+        .set(owner.auth)
+        .send({ email, programmatic: true })
+        .expect(201)
+    ).body;
+    // Marking this invite used waits 0.3 s inside the acceptance's transaction: the other
+    // acceptance reads it meanwhile, and only the invite's row lock makes it wait for the outcome.
+    const trigger = `slow_invite_verify_${randomBytes(4).toString('hex')}`;
+    await t.dataSource.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    );
+    await t.dataSource.query(
+      `CREATE TRIGGER ${trigger} BEFORE UPDATE ON invites FOR EACH ROW
+         WHEN (OLD.id = '${invite.id}'::uuid AND NEW.state = 'VERIFIED') EXECUTE FUNCTION ${trigger}()`,
+    );
+    let answers: request.Response[];
+    try {
+      const accept = () => t.http.post('/invites/accept').set(invitee.auth).send({ code: invite.code });
+      answers = await Promise.all([accept(), accept()]);
+    } finally {
+      await t.dataSource.query(`DROP TRIGGER ${trigger} ON invites`);
+      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+    }
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
+    expect(answers.find((a) => a.status === 200)!.body).toMatchObject({ id: ws.id, slug: ws.slug });
+    expect(answers.find((a) => a.status === 400)!.body).toEqual({
+      errorCode: 'bad_request',
+      message: 'This invite has already been used',
+      statusCode: 400,
+    });
+    const members = await t.dataSource.query<{ developer_id: string }[]>(
+      'SELECT developer_id FROM workspace_members WHERE workspace_id = $1 ORDER BY created',
+      [ws.id],
+    );
+    expect(members.map((m) => m.developer_id)).toEqual([owner.developer.id, invitee.developer.id]);
+    const [row] = await t.dataSource.query('SELECT state, accepted_by FROM invites WHERE id = $1', [invite.id]);
+    expect(row).toEqual({ state: 'VERIFIED', accepted_by: invitee.developer.id });
   });
 
   it('never sends a second message for the same invite, however often the job runs', async () => {
