@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import type request from 'supertest';
 import { InvitesService } from '../../src/invites/invites.service';
 import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
 
@@ -61,6 +63,42 @@ describe('the join page behind the e-mailed link', () => {
     expect((await members(ws.id)).map((m: { email: string }) => m.email)).toContain(email);
     const [row] = await t.dataSource.query('SELECT state FROM invites WHERE id = $1', [inviteId]);
     expect(row.state).toBe('VERIFIED');
+  });
+
+  it('makes one account and one membership when the link is used twice at once', async () => {
+    const email = uniqueEmail('double');
+    const { ws, code, proof, inviteId } = await invite(email);
+    // Marking this invite used waits 0.3 s inside the sign-up's transaction: the other sign-up reads
+    // the invite meanwhile, and only the invite's row lock makes it wait for the outcome.
+    const trigger = `slow_invite_verify_${randomBytes(4).toString('hex')}`;
+    await t.dataSource.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    );
+    await t.dataSource.query(
+      `CREATE TRIGGER ${trigger} BEFORE UPDATE ON invites FOR EACH ROW
+         WHEN (OLD.id = '${inviteId}'::uuid AND NEW.state = 'VERIFIED') EXECUTE FUNCTION ${trigger}()`,
+    );
+    let answers: request.Response[];
+    try {
+      const join = () =>
+        t.http.post('/invites/join').type('form').send({ code, proof, password: 'a long enough password' });
+      answers = await Promise.all([join(), join()]);
+    } finally {
+      await t.dataSource.query(`DROP TRIGGER ${trigger} ON invites`);
+      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+    }
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
+    expect(answers.find((a) => a.status === 200)!.text).toContain(`You joined ${ws.name}`);
+    expect(answers.find((a) => a.status === 400)!.text).toContain('This invite has already been used');
+    const developers = await t.dataSource.query<{ id: string }[]>('SELECT id FROM developers WHERE email = $1', [
+      email,
+    ]);
+    expect(developers).toHaveLength(1);
+    expect((await members(ws.id)).map((m: { email: string }) => m.email).filter((e: string) => e === email)).toEqual([
+      email,
+    ]);
+    const [row] = await t.dataSource.query('SELECT state, accepted_by FROM invites WHERE id = $1', [inviteId]);
+    expect(row).toEqual({ state: 'VERIFIED', accepted_by: developers[0].id });
   });
 
   it('asks a person with an account for their password and refuses a wrong one', async () => {
