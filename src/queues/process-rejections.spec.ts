@@ -2,14 +2,19 @@ import Queue from 'bull';
 import Redis from 'ioredis';
 import { handleProcessRejections } from './process-rejections';
 
-/** A queue on a Redis that refuses connections, with clients made as QueuesModule makes them. */
-function queueOnDeadRedis(): Queue.Queue {
+/**
+ * A queue on a Redis that refuses connections, with clients made as QueuesModule makes them. Bull
+ * does not track clients made by `createClient` (`queue.clients` stays empty): they are kept here,
+ * to be cut after each test, or they would go on reconnecting in this Jest worker's later spec files.
+ */
+function queueOnDeadRedis(clients: Redis[]): Queue.Queue {
   const queue = new Queue('process-rejections-spec', {
     createClient: (type) => {
       const client = new Redis('redis://127.0.0.1:1', {
         ...(type === 'client' ? {} : { maxRetriesPerRequest: null, enableReadyCheck: false }),
       });
       client.on('error', () => undefined);
+      clients.push(client);
       return client;
     },
   });
@@ -24,15 +29,17 @@ async function until(condition: () => boolean): Promise<void> {
 
 describe('processors of a queue whose Redis never answered', () => {
   let queue: Queue.Queue;
+  let clients: Redis[];
 
   beforeEach(() => {
-    queue = queueOnDeadRedis();
+    clients = [];
+    queue = queueOnDeadRedis(clients);
   });
 
   afterEach(async () => {
     // Bull's close waits for a connection that never comes: bounded, then the clients are cut.
     await Promise.race([queue.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000))]);
-    for (const client of queue.clients) client.disconnect();
+    for (const client of clients) client.disconnect();
   });
 
   // Jest fails the running test on an unhandled rejection, with its message: without the handler this
