@@ -629,6 +629,43 @@ describe('database lifecycle jobs', () => {
     expect((await databaseRow(t, db.id)).name).toBe(db.name);
   });
 
+  it('refuses a rename that read the database before another rename committed (404: nothing has the old name)', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const service = t.app.get(DatabasesService);
+    const stale = await service.findOperable(await workspaceEntity(slug), db.name);
+    const first = `first_${unique()}`;
+    await t.http.put(`/workspaces/${slug}/databases/${db.name}`).set(auth).send({ name: first }).expect(200);
+    const spy = jest.spyOn(service, 'findOperable').mockResolvedValueOnce(stale);
+    try {
+      const late = await t.http
+        .put(`/workspaces/${slug}/databases/${db.name}`)
+        .set(auth)
+        .send({ name: `late_${unique()}` })
+        .expect(404);
+      expect(late.body.errorCode).toBe('entity_not_found');
+    } finally {
+      spy.mockRestore();
+    }
+    expect((await databaseRow(t, db.id)).name).toBe(first);
+  });
+
+  it('refuses a delete that read the database before a rename committed (404), and deletes nothing', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const service = t.app.get(DatabasesService);
+    const stale = await service.findOperable(await workspaceEntity(slug), db.name);
+    const renamed = `renamed_${unique()}`;
+    await t.http.put(`/workspaces/${slug}/databases/${db.name}`).set(auth).send({ name: renamed }).expect(200);
+    const spy = jest.spyOn(service, 'findOperable').mockResolvedValueOnce(stale);
+    try {
+      const late = await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(404);
+      expect(late.body.errorCode).toBe('entity_not_found');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await databaseRow(t, db.id)).toMatchObject({ name: renamed, deleted: null, deletion_due_at: null });
+    await t.http.get(`/workspaces/${slug}/databases/${renamed}`).set(auth).expect(200);
+  });
+
   it('deletes concurrently once: every answer carries the one recorded deletion time', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const path = `/workspaces/${slug}/databases/${db.name}`;
