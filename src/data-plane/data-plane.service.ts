@@ -612,6 +612,9 @@ export class DataPlane implements OnApplicationShutdown {
       pool = new Pool({ ...this.connectionOptions(), connectionString: t.url, max, idleTimeoutMillis: 10000 });
       // An idle client that loses its connection must not take the process down.
       pool.on('error', (err) => this.logger.warn({ region: t.region, serverId: t.id, err: err.message }, lostMessage));
+      // Nor a checked-out one (the pool listens to idle clients only), e.g. a lock session held
+      // while its work runs: its pending or next query fails, and the holder releases it as broken.
+      pool.on('connect', (client) => client.on('error', () => undefined));
       pools.set(t.id, pool);
     }
     return pool;

@@ -724,6 +724,50 @@ describe('database lifecycle jobs', () => {
     expect((await databaseRow(t, db.id)).finalized).not.toBeNull();
   });
 
+  it('keeps a database READY when a build that lost its lock session meanwhile fails verification late', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { server_id: serverId, physical_name: physical } = await databaseRow(t, db.id);
+    // Built again (as an earlier version could leave it), so a run takes it up.
+    await t.dataSource.query(`UPDATE databases SET status = 'BUILT' WHERE id = $1`, [db.id]);
+    const dataPlane = t.app.get(DataPlane);
+    const lifecycle = t.app.get(DatabaseLifecycle);
+    let building!: () => void;
+    const started = new Promise<void>((resolve) => (building = resolve));
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => (finish = resolve));
+    // The first run's build is slow and ends up unverified.
+    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementationOnce(async () => {
+      building();
+      await gate;
+      return false;
+    });
+    try {
+      const slow = lifecycle.provision(db.id);
+      slow.catch(() => undefined);
+      await started;
+      // Its lock session is lost (the server dropped it): the database's lock is free again.
+      await onDataPlane((c) =>
+        c.query(
+          `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+            WHERE l.locktype = 'advisory' AND l.granted
+              AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended($1, 0)`,
+          [`database:${physical}`],
+        ),
+      );
+      // Another run takes the lock, builds and verifies it.
+      await lifecycle.provision(db.id);
+      expect(await databaseRow(t, db.id)).toMatchObject({ status: 'READY', last_error: null });
+      finish();
+      await expect(slow).rejects.toThrow('the built database failed verification');
+    } finally {
+      finish();
+      spy.mockRestore();
+    }
+    // The late outcome finds the row moved on: READY stays, no error recorded.
+    expect(await databaseRow(t, db.id)).toMatchObject({ status: 'READY', last_error: null });
+    expect(await dataPlane.isDatabaseHardened(serverId!, physical)).toBe(true);
+  });
+
   it('runs a provisioning job twice harmlessly', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const before = await databaseRow(t, db.id);
