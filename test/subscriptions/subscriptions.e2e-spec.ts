@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Auth, createWorkspace } from '../databases/support';
+import { Auth, createWorkspace, unique } from '../databases/support';
 import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
 
 interface SubscriptionBody {
@@ -46,10 +46,38 @@ describe('workspace subscription', () => {
     return (await t.http.get(path(slug)).set(auth).expect(200)).body as SubscriptionBody;
   }
 
+  /**
+   * Runs `work` while every `event` (INSERT or UPDATE) on this workspace's subscription rows waits
+   * 0.3 s inside its transaction: requests arriving at once all read the rows before the first
+   * write commits, and only the workspace's subscription lock makes the later ones wait for it.
+   */
+  async function withSlowWrites<T>(
+    workspaceId: string,
+    event: 'INSERT' | 'UPDATE',
+    work: () => Promise<T>,
+  ): Promise<T> {
+    const trigger = `slow_subscription_${event.toLowerCase()}_${unique()}`;
+    await t.dataSource.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    );
+    await t.dataSource.query(
+      `CREATE TRIGGER ${trigger} BEFORE ${event} ON subscriptions FOR EACH ROW
+         WHEN (NEW.workspace_id = '${workspaceId}'::uuid) EXECUTE FUNCTION ${trigger}()`,
+    );
+    try {
+      return await work();
+    } finally {
+      await t.dataSource.query(`DROP TRIGGER ${trigger} ON subscriptions`);
+      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+    }
+  }
+
   describe('a new workspace', () => {
-    it('holds FREE from its creation: GET answers the row, written once', async () => {
+    it('holds FREE from its creation: GET answers the row, written once when read twice at once', async () => {
       const ws = await createWorkspace(t, auth);
-      const [first, second] = await Promise.all([current(ws.slug), current(ws.slug)]);
+      const [first, second] = await withSlowWrites(ws.id, 'INSERT', () =>
+        Promise.all([current(ws.slug), current(ws.slug)]),
+      );
       expect(first).toEqual({
         workspace: ws.slug,
         level: 'FREE',
