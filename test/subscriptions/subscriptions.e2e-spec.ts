@@ -230,6 +230,22 @@ describe('workspace subscription', () => {
       ]);
     });
 
+    it('asked twice at once: one row at the new level, which both answers name', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const change = () => t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO' });
+      const [first, second] = await withSlowWrites(ws.id, 'UPDATE', () => Promise.all([change(), change()]));
+      expect([first.status, second.status]).toEqual([200, 200]);
+      const pro = first.body as SubscriptionBody;
+      expect(pro).toMatchObject({ workspace: ws.slug, level: 'PRO' });
+      expect(second.body).toEqual(pro);
+      expect(await current(ws.slug)).toEqual(pro);
+      expect(await rows(ws.id)).toEqual([
+        expect.objectContaining({ id: free.subscriptionId, level: 'FREE', valid_to: new Date(pro.validFrom) }),
+        expect.objectContaining({ id: pro.subscriptionId, level: 'PRO', valid_to: null, changed_by: developerId }),
+      ]);
+    });
+
     it('a change scheduled a moment ahead becomes current on its own', async () => {
       const ws = await createWorkspace(t, auth);
       const at = new Date(Date.now() + 1500).toISOString();
