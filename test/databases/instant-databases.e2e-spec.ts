@@ -14,6 +14,32 @@ interface Provisioned {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/**
+ * Runs `work` while every `event` (INSERT or UPDATE) on the claim rows matching `when` (a trigger
+ * condition on NEW) waits 0.3 s inside its transaction: requests arriving at once all read before
+ * the first write commits, and only a lock makes the later ones wait for it.
+ */
+async function withSlowClaimWrites<T>(
+  t: TestApp,
+  event: 'INSERT' | 'UPDATE',
+  when: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  const trigger = `slow_claim_${event.toLowerCase()}_${unique()}`;
+  await t.dataSource.query(
+    `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+  );
+  await t.dataSource.query(
+    `CREATE TRIGGER ${trigger} BEFORE ${event} ON database_claims FOR EACH ROW WHEN (${when}) EXECUTE FUNCTION ${trigger}()`,
+  );
+  try {
+    return await work();
+  } finally {
+    await t.dataSource.query(`DROP TRIGGER ${trigger} ON database_claims`);
+    await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
+  }
+}
+
 async function queryWith<R extends object>(connectionString: string, sql: string): Promise<R[]> {
   const url = new URL(connectionString);
   const dbHost = `postgres://${url.host}${url.pathname}`;
@@ -151,6 +177,46 @@ describe('instant databases without an account', () => {
     expect(clash.status).toBe(400);
     expect(clash.body.message).toBe(`The workspace already has a database named ${p.database.name}`);
     expect((await databaseRow(t, p.database.id)).deleted).toBeNull();
+  });
+
+  it('gives a code claimed by two accounts at once to one of them; the other gets 404', async () => {
+    const p = await provision();
+    const [{ id: claimId }] = await t.dataSource.query<{ id: string }[]>(
+      'SELECT id FROM database_claims WHERE database_id = $1',
+      [p.database.id],
+    );
+    const accounts = await Promise.all(
+      [0, 1].map(async () => {
+        const dev = await createDeveloperWithToken(t.app);
+        return { developerId: dev.developer.id, auth: dev.auth, ws: await createWorkspace(t, dev.auth) };
+      }),
+    );
+    // Marking the claim used waits 0.3 s: the other claim reads the code meanwhile.
+    const answers = await withSlowClaimWrites(
+      t,
+      'UPDATE',
+      `NEW.id = '${claimId}'::uuid AND NEW.claimed_at IS NOT NULL`,
+      () =>
+        Promise.all(
+          accounts.map((a) =>
+            t.http.post(`/workspaces/${a.ws.slug}/databases/claim`).set(a.auth).send({ claimCode: p.claimCode }),
+          ),
+        ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 404]);
+    const winner = accounts[answers.findIndex((a) => a.status === 200)];
+    expect(answers.find((a) => a.status === 200)!.body).toMatchObject({
+      id: p.database.id,
+      workspace: { id: winner.ws.id, slug: winner.ws.slug },
+    });
+    expect(answers.find((a) => a.status === 404)!.body).toEqual({
+      errorCode: 'entity_not_found',
+      message: 'Claim code is invalid or expired',
+      statusCode: 404,
+    });
+    expect((await databaseRow(t, p.database.id)).workspace_id).toBe(winner.ws.id);
+    const [claim] = await t.dataSource.query('SELECT claimed_by FROM database_claims WHERE id = $1', [claimId]);
+    expect(claim).toEqual({ claimed_by: winner.developerId });
   });
 
   it('refuses an expired code with 404 and drops the unclaimed database when its code expires', async () => {
