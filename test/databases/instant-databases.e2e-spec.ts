@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
 import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
 import { createWorkspace, databaseRow, physicalDatabaseExists, queryAs, unique } from './support';
@@ -268,6 +269,49 @@ describe('instant database abuse limits and the operator switch', () => {
       expect(overall.status).toBe(429);
       expect(overall.body.message).toMatch(/on this service/);
       expect(Number(overall.headers['retry-after'])).toBeGreaterThan(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('counts provisions arriving at once from one address one by one: no more than the limit get a database', async () => {
+    const t = await createTestApp({
+      INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '2',
+      INSTANT_DATABASES_PER_HOUR: '1000',
+      DATABASE_POOL_TARGET: '0',
+    });
+    try {
+      const address = `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
+      // Recording each attempt waits 0.3 s: the others count the address's attempts meanwhile.
+      const answers: request.Response[] = await withSlowClaimWrites(
+        t,
+        'INSERT',
+        `NEW.client_address = '${address}'`,
+        () =>
+          Promise.all(
+            Array.from({ length: 4 }, () =>
+              t.http.post('/databases/provision').set('X-Forwarded-For', address).send({}),
+            ),
+          ),
+      );
+      expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 429, 429]);
+      for (const refused of answers.filter((a) => a.status === 429)) {
+        expect(refused.body).toEqual({
+          errorCode: 'threshold_exceeded',
+          message: expect.stringMatching(/from your address/),
+          statusCode: 429,
+        });
+      }
+      const claims = await t.dataSource.query<{ database_id: string }[]>(
+        'SELECT database_id FROM database_claims WHERE client_address = $1',
+        [address],
+      );
+      expect(claims.map((c) => c.database_id).sort()).toEqual(
+        answers
+          .filter((a) => a.status === 201)
+          .map((a) => (a.body as Provisioned).database.id)
+          .sort(),
+      );
     } finally {
       await t.close();
     }
