@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import type request from 'supertest';
 import { DataSource } from 'typeorm';
+import { CREATABLE_REGIONS } from '../../src/config/regions';
 import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
 import { DatabaseEntity } from '../../src/databases/database.entity';
 import { DatabasesService } from '../../src/databases/databases.service';
@@ -11,6 +12,7 @@ import { Auth, createWorkspace, databaseRow, queryAs, serverIdOf, unique, waitFo
 import { runCli } from '../identity/identity-support';
 import {
   createDeveloperWithToken,
+  createIsolatedMetadataDatabase,
   createIsolatedTestApp,
   createTestApp,
   dropMetadataDatabase,
@@ -521,4 +523,40 @@ describe('an install from before the fleet', () => {
       await t?.close();
     }
   }, 120000);
+});
+
+describe('replicas booting together on a new metadata database', () => {
+  it('register exactly one server per region between them', async () => {
+    const url = await createIsolatedMetadataDatabase();
+    // createTestApp restores the environment it changed when its app is up; two booting at once
+    // would each restore what the other had set.
+    const environment = { ...process.env };
+    let boots: PromiseSettledResult<TestApp>[] = [];
+    try {
+      // Each registration waits 0.3 s on its insert, inside its transaction (the database is this
+      // test's own): replicas that did not take turns would all find the regions without a server.
+      await onServer(url, (db) =>
+        db.query(
+          `CREATE FUNCTION slow_server_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$;
+           CREATE TRIGGER slow_server_insert BEFORE INSERT ON data_plane_servers FOR EACH ROW EXECUTE FUNCTION slow_server_insert()`,
+        ),
+      );
+      boots = await Promise.allSettled(
+        [0, 1].map(() => createTestApp({ DATABASE_URL: url, DATABASE_POOL_TARGET: '0', WORKERS: 'off' })),
+      );
+      expect(boots.map((b) => b.status)).toEqual(['fulfilled', 'fulfilled']);
+      const servers = await onServer(url, async (db) => {
+        const { rows } = await db.query<{ region: string; servers: number }>(
+          'SELECT region, count(*)::int AS servers FROM data_plane_servers GROUP BY region ORDER BY region',
+        );
+        return rows;
+      });
+      expect(servers).toEqual([...CREATABLE_REGIONS].sort().map((region) => ({ region, servers: 1 })));
+    } finally {
+      for (const key of Object.keys(process.env)) if (!(key in environment)) delete process.env[key];
+      Object.assign(process.env, environment);
+      for (const boot of boots) if (boot.status === 'fulfilled') await boot.value.close();
+      await dropMetadataDatabase(url);
+    }
+  }, 60000);
 });
