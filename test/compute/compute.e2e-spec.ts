@@ -685,5 +685,65 @@ describe('dedicated compute', () => {
       expect(await instanceRow(t, first.instanceId)).toEqual(before);
       await t.http.get(computePath(db)).set(auth).expect(404);
     });
+
+    it('a finalization arriving while an instance is being recorded READY waits for it, then terminates it and closes its period: none is left open', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+      await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+        db.id,
+      ]);
+      // Recorded without its job: converged here, by hand.
+      const [{ id }] = await t.dataSource.query<{ id: string }[]>(
+        `INSERT INTO compute_instances (database_id, name, desired_instance_type_id, status)
+         VALUES ($1, $2, 'dc-small', 'PENDING') RETURNING id`,
+        [db.id, `ci_${unique()}`],
+      );
+      // A gate on this instance's READY write: the recording transaction (its rows locked) waits
+      // there, on an advisory lock the test holds, until the finalization has come and is waiting too.
+      const gate = [7205, Math.floor(Math.random() * 2 ** 30)] as const;
+      const name = `gate_ready_${unique()}`;
+      await t.dataSource.query(
+        `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN PERFORM pg_advisory_xact_lock_shared(${gate[0]}, ${gate[1]}); RETURN NEW; END $$`,
+      );
+      await t.dataSource.query(
+        `CREATE TRIGGER ${name} BEFORE UPDATE ON compute_instances FOR EACH ROW
+           WHEN (NEW.id = '${id}'::uuid AND NEW.status = 'READY') EXECUTE FUNCTION ${name}()`,
+      );
+      const holder = t.dataSource.createQueryRunner();
+      await holder.connect();
+      let finalized: boolean;
+      try {
+        await holder.query('SELECT pg_advisory_lock($1, $2)', [...gate]);
+        const converging = t.app.get(ComputeLifecycle).converge(id);
+        const recorder = await eventually(async () => {
+          const [row] = (await holder.query(
+            `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = $1 AND objid = $2`,
+            [...gate],
+          )) as { pid: number }[];
+          return row?.pid;
+        });
+        const finalizing = t.app.get(DatabaseLifecycle).finalize(db.id);
+        // The data plane drop is done and the bookkeeping waits for the recording transaction.
+        await eventually(async () => {
+          const waiting = (await holder.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))', [
+            recorder,
+          ])) as unknown[];
+          return waiting.length > 0;
+        });
+        await holder.query('SELECT pg_advisory_unlock($1, $2)', [...gate]);
+        await converging;
+        finalized = await finalizing;
+      } finally {
+        await holder.release();
+        await t.dataSource.query(`DROP TRIGGER ${name} ON compute_instances`);
+        await t.dataSource.query(`DROP FUNCTION ${name}()`);
+      }
+      expect(finalized).toBe(true);
+      const row = await instanceRow(t, id);
+      expect(row).toMatchObject({ status: 'TERMINATED', instance_type_id: 'dc-small', terminated: expect.any(Date) });
+      const periods = await periodsOf(t, id);
+      expect(periods.map((p) => [p.instance_type_id, p.ended_at])).toEqual([['dc-small', row.terminated]]);
+    });
   });
 });
