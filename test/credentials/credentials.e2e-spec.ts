@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SecretBox } from '../../src/common/crypto/secret-box';
+import { CredentialsRepository } from '../../src/credentials/credentials.repository';
 import { CredentialsService } from '../../src/credentials/credentials.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { scramSha256Verifier } from '../../src/data-plane/scram';
@@ -670,6 +671,69 @@ describe('database credentials (real logins on the password-checking data plane)
         expect((await credentialRow(cred.id)).dropped).not.toBeNull();
       }
       await t.http.get(credentialsPath(db)).set(auth).expect(404);
+    });
+
+    it('refuses (404) a create whose role was made before the finalization and whose confirmation arrives during its bookkeeping: it waits, nothing is usable, no role is left', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+      await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+        db.id,
+      ]);
+      const step = () => {
+        let resolve!: () => void;
+        const done = new Promise<void>((r) => (resolve = r));
+        return { done, resolve };
+      };
+      const [roleMade, confirm, marked, commit] = [step(), step(), step(), step()];
+      const dataPlane = t.app.get(DataPlane);
+      const credentials = t.app.get(CredentialsRepository);
+      const createRole = dataPlane.createLoginRole.bind(dataPlane);
+      const markDropped = credentials.markDroppedOfDatabase.bind(credentials);
+      // The role is made (before the drop), then the create waits to confirm it; the finalization
+      // marks the credentials dropped, then waits to mark the database finalized and commit.
+      const made = jest.spyOn(dataPlane, 'createLoginRole').mockImplementationOnce(async (...args) => {
+        await createRole(...args);
+        roleMade.resolve();
+        await confirm.done;
+      });
+      const marking = jest.spyOn(credentials, 'markDroppedOfDatabase').mockImplementationOnce(async (...args) => {
+        await markDropped(...args);
+        marked.resolve();
+        await commit.done;
+      });
+      try {
+        const creating = t.http
+          .post(credentialsPath(db))
+          .set(auth)
+          .then((res) => res);
+        await roleMade.done;
+        const finalizing = t.app.get(DatabaseLifecycle).finalize(db.id);
+        await marked.done;
+        confirm.resolve();
+        // The confirmation waits for the finalization's transaction.
+        await eventually(async () => {
+          const waiting = await t.dataSource.query<unknown[]>(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+                AND query LIKE 'UPDATE credentials SET pending = false%' AND cardinality(pg_blocking_pids(pid)) > 0`,
+          );
+          return waiting.length > 0;
+        });
+        commit.resolve();
+        const res = await creating;
+        await expect(finalizing).resolves.toBe(true);
+        expect(res.status).toBe(404);
+        expect(res.body).toMatchObject({ message: 'The database no longer exists' });
+      } finally {
+        made.mockRestore();
+        marking.mockRestore();
+      }
+      const rows = await t.dataSource.query<{ id: string; pending: boolean; dropped: boolean }[]>(
+        'SELECT id, pending, dropped IS NOT NULL AS dropped FROM credentials WHERE database_id = $1',
+        [db.id],
+      );
+      expect(rows).toEqual([{ id: expect.any(String), pending: true, dropped: true }]);
+      expect(await roleExists(rows[0].id)).toBe(false);
+      expect((await databaseRow(t, db.id)).finalized).not.toBeNull();
     });
   });
 });
