@@ -64,7 +64,9 @@ export class DatabaseLifecycle implements OnModuleInit {
    * No metadata transaction or row lock is open while the data plane works (habit 14): runs on one
    * database take turns under an advisory lock on its data-plane server (a run that finds it taken
    * leaves the work to the holder), and each outcome is recorded by a conditional update that
-   * finds nothing to change when the row moved on meanwhile (deleted, or already further along).
+   * finds nothing to change when the row moved on meanwhile (already further along: READY, made so by
+   * another run after this one lost its lock session with its connection). A deleted database is
+   * still built and made READY: it works until its deletion is due, and finalization waits for this lock.
    */
   async provision(databaseId: string, placement?: DatabasePlacement): Promise<void> {
     let where = placement;
