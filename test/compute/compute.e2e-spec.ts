@@ -1,7 +1,7 @@
-import type request from 'supertest';
 import { ComputeLifecycle } from '../../src/compute/compute-lifecycle.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
+import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, eventually, reconcile, TestApp } from '../support/test-app';
 import {
   Auth,
@@ -449,39 +449,37 @@ describe('dedicated compute', () => {
       const db = await createReadyDatabase(t, auth, slug);
       const ready = await createReadyInstance(db, 'dc-small');
       // The delete's update sleeps with the row locked: the resize arrives during it.
-      const trigger = `slow_instance_delete_${unique()}`;
-      await t.dataSource.query(
-        `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
-      );
-      await t.dataSource.query(
-        `CREATE TRIGGER ${trigger} BEFORE UPDATE ON compute_instances FOR EACH ROW
-           WHEN (NEW.id = '${ready.instanceId}'::uuid AND OLD.deleted IS NULL AND NEW.deleted IS NOT NULL)
-           EXECUTE FUNCTION ${trigger}()`,
-      );
-      let deleted: request.Response;
-      let resize: request.Response;
-      try {
-        const deleting = t.http
-          .delete(computePath(db, ready.instanceId))
-          .set(auth)
-          .then((res) => res);
-        await eventually(
-          async () => {
-            const [{ sleeping }] = await t.dataSource.query(
-              `SELECT count(*)::int AS sleeping FROM pg_stat_activity
+      const [deleted, resize] = await withSlowRows(
+        t.dataSource,
+        {
+          table: 'compute_instances',
+          on: 'UPDATE',
+          when: `NEW.id = '${ready.instanceId}'::uuid AND OLD.deleted IS NULL AND NEW.deleted IS NOT NULL`,
+          seconds: 0.3,
+        },
+        async () => {
+          const deleting = t.http
+            .delete(computePath(db, ready.instanceId))
+            .set(auth)
+            .then((res) => res);
+          await eventually(
+            async () => {
+              const [{ sleeping }] = await t.dataSource.query(
+                `SELECT count(*)::int AS sleeping FROM pg_stat_activity
               WHERE datname = current_database() AND wait_event = 'PgSleep' AND query ILIKE 'UPDATE "compute_instances"%'`,
-            );
-            return sleeping > 0 || null;
-          },
-          5000,
-          20,
-        );
-        resize = await t.http.put(computePath(db, ready.instanceId)).set(auth).send({ instanceSize: 'dc-large' });
-        deleted = await deleting;
-      } finally {
-        await t.dataSource.query(`DROP TRIGGER ${trigger} ON compute_instances`);
-        await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-      }
+              );
+              return sleeping > 0 || null;
+            },
+            5000,
+            20,
+          );
+          const resized = await t.http
+            .put(computePath(db, ready.instanceId))
+            .set(auth)
+            .send({ instanceSize: 'dc-large' });
+          return [await deleting, resized] as const;
+        },
+      );
       expect(deleted.status).toBe(202);
       expect(resize.status).toBe(409);
       expect(resize.body).toEqual({

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
+import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
 import { createWorkspace, databaseRow, physicalDatabaseExists, queryAs, unique } from './support';
 
@@ -14,32 +15,6 @@ interface Provisioned {
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-
-/**
- * Runs `work` while every `event` (INSERT or UPDATE) on the claim rows matching `when` (a trigger
- * condition on NEW) waits 0.3 s inside its transaction: requests arriving at once all read before
- * the first write commits, and only a lock makes the later ones wait for it.
- */
-async function withSlowClaimWrites<T>(
-  t: TestApp,
-  event: 'INSERT' | 'UPDATE',
-  when: string,
-  work: () => Promise<T>,
-): Promise<T> {
-  const trigger = `slow_claim_${event.toLowerCase()}_${unique()}`;
-  await t.dataSource.query(
-    `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
-  );
-  await t.dataSource.query(
-    `CREATE TRIGGER ${trigger} BEFORE ${event} ON database_claims FOR EACH ROW WHEN (${when}) EXECUTE FUNCTION ${trigger}()`,
-  );
-  try {
-    return await work();
-  } finally {
-    await t.dataSource.query(`DROP TRIGGER ${trigger} ON database_claims`);
-    await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-  }
-}
 
 async function queryWith<R extends object>(connectionString: string, sql: string): Promise<R[]> {
   const url = new URL(connectionString);
@@ -193,10 +168,14 @@ describe('instant databases without an account', () => {
       }),
     );
     // Marking the claim used waits 0.3 s: the other claim reads the code meanwhile.
-    const answers = await withSlowClaimWrites(
-      t,
-      'UPDATE',
-      `NEW.id = '${claimId}'::uuid AND NEW.claimed_at IS NOT NULL`,
+    const answers = await withSlowRows(
+      t.dataSource,
+      {
+        table: 'database_claims',
+        on: 'UPDATE',
+        when: `NEW.id = '${claimId}'::uuid AND NEW.claimed_at IS NOT NULL`,
+        seconds: 0.3,
+      },
       () =>
         Promise.all(
           accounts.map((a) =>
@@ -283,10 +262,9 @@ describe('instant database abuse limits and the operator switch', () => {
     try {
       const address = `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
       // Recording each attempt waits 0.3 s: the others count the address's attempts meanwhile.
-      const answers: request.Response[] = await withSlowClaimWrites(
-        t,
-        'INSERT',
-        `NEW.client_address = '${address}'`,
+      const answers: request.Response[] = await withSlowRows(
+        t.dataSource,
+        { table: 'database_claims', on: 'INSERT', when: `NEW.client_address = '${address}'`, seconds: 0.3 },
         () =>
           Promise.all(
             Array.from({ length: 4 }, () =>

@@ -1,6 +1,5 @@
 import { Client } from 'pg';
 import { randomUUID } from 'node:crypto';
-import type request from 'supertest';
 import { AppConfig } from '../../src/config/app-config';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { physicalDatabaseName } from '../../src/data-plane/physical-names';
@@ -8,6 +7,7 @@ import { migrateDatabase } from '../../src/database/data-source-options';
 import { Placement } from '../../src/databases/placement.service';
 import { PooledDatabaseEntity } from '../../src/databases/pooled-database.entity';
 import { WarmPool } from '../../src/databases/warm-pool.service';
+import { withSlowRows } from '../support/slow-rows';
 import {
   createDeveloperWithToken,
   createIsolatedTestApp,
@@ -199,39 +199,31 @@ describe('warm pool on a server with one free place', () => {
     expect(await placement.livingOn(server)).toBe(0);
     // The create's insert waits 1 s inside its transaction, after it has read the one free place
     // (the pool is empty, so it takes a new one); the refill runs meanwhile.
-    const trigger = `slow_placement_${unique()}`;
-    await t.dataSource.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NEW; END $$`,
+    const [created] = await withSlowRows(
+      t.dataSource,
+      { table: 'databases', on: 'INSERT', when: `NEW.server_id = '${server}'::uuid`, seconds: 1 },
+      () => {
+        const create = t.http
+          .post(`/workspaces/${slug}/databases`)
+          .set(auth)
+          .send({ databaseName: `last_${unique()}`, region: 'AWS_US_WEST_2' })
+          .then((res) => res);
+        const refill = (async () => {
+          await eventually(
+            async () =>
+              (
+                await t.dataSource.query(
+                  "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
+                )
+              ).length > 0,
+            5000,
+            20,
+          );
+          await t.app.get(WarmPool).refill(server);
+        })();
+        return Promise.all([create, refill]);
+      },
     );
-    await t.dataSource.query(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON databases FOR EACH ROW
-         WHEN (NEW.server_id = '${server}'::uuid) EXECUTE FUNCTION ${trigger}()`,
-    );
-    let created: request.Response;
-    try {
-      const create = t.http
-        .post(`/workspaces/${slug}/databases`)
-        .set(auth)
-        .send({ databaseName: `last_${unique()}`, region: 'AWS_US_WEST_2' })
-        .then((res) => res);
-      const refill = (async () => {
-        await eventually(
-          async () =>
-            (
-              await t.dataSource.query(
-                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
-              )
-            ).length > 0,
-          5000,
-          20,
-        );
-        await t.app.get(WarmPool).refill(server);
-      })();
-      [created] = await Promise.all([create, refill]);
-    } finally {
-      await t.dataSource.query(`DROP TRIGGER ${trigger} ON databases`);
-      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-    }
     expect(created.status).toBe(201);
     expect(created.body.status).toBe('REQUESTED');
     expect(

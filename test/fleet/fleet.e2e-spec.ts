@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import type request from 'supertest';
 import { DataSource } from 'typeorm';
 import { CREATABLE_REGIONS } from '../../src/config/regions';
 import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
@@ -10,6 +9,7 @@ import { MIGRATIONS } from '../../src/migrations';
 import { WorkspaceEntity } from '../../src/workspaces/workspace.entity';
 import { Auth, createWorkspace, databaseRow, queryAs, serverIdOf, unique, waitForStatus } from '../databases/support';
 import { runCli } from '../identity/identity-support';
+import { withSlowRows } from '../support/slow-rows';
 import {
   createDeveloperWithToken,
   createIsolatedMetadataDatabase,
@@ -405,28 +405,19 @@ describe('placement of creates that arrive at once', () => {
     // region's placement turn does. Each insert on the server waits 0.3 s inside the create's
     // transaction, after its read of the free places: creates that did not take turns would all
     // read 2 free places and all be placed.
-    const trigger = `slow_placement_${unique()}`;
-    await t.dataSource.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
-    );
-    await t.dataSource.query(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON databases FOR EACH ROW
-         WHEN (NEW.server_id = '${server}'::uuid) EXECUTE FUNCTION ${trigger}()`,
-    );
-    let answers: request.Response[];
-    try {
-      answers = await Promise.all(
-        slugs.map((slug) =>
-          t.http
-            .post(`/workspaces/${slug}/databases`)
-            .set(auth)
-            .send({ databaseName: `burst_${unique()}`, region: REGION }),
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'databases', on: 'INSERT', when: `NEW.server_id = '${server}'::uuid`, seconds: 0.3 },
+      () =>
+        Promise.all(
+          slugs.map((slug) =>
+            t.http
+              .post(`/workspaces/${slug}/databases`)
+              .set(auth)
+              .send({ databaseName: `burst_${unique()}`, region: REGION }),
+          ),
         ),
-      );
-    } finally {
-      await t.dataSource.query(`DROP TRIGGER ${trigger} ON databases`);
-      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-    }
+    );
     expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 503, 503, 503, 503]);
     for (const refused of answers.filter((a) => a.status === 503)) {
       expect(refused.headers['retry-after']).toBe('5');
@@ -536,13 +527,11 @@ describe('replicas booting together on a new metadata database', () => {
       // Each registration waits 0.3 s on its insert, inside its transaction (the database is this
       // test's own): replicas that did not take turns would all find the regions without a server.
       await onServer(url, (db) =>
-        db.query(
-          `CREATE FUNCTION slow_server_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$;
-           CREATE TRIGGER slow_server_insert BEFORE INSERT ON data_plane_servers FOR EACH ROW EXECUTE FUNCTION slow_server_insert()`,
-        ),
-      );
-      boots = await Promise.allSettled(
-        [0, 1].map(() => createTestApp({ DATABASE_URL: url, DATABASE_POOL_TARGET: '0', WORKERS: 'off' })),
+        withSlowRows(db, { table: 'data_plane_servers', on: 'INSERT', when: 'true', seconds: 0.3 }, async () => {
+          boots = await Promise.allSettled(
+            [0, 1].map(() => createTestApp({ DATABASE_URL: url, DATABASE_POOL_TARGET: '0', WORKERS: 'off' })),
+          );
+        }),
       );
       expect(boots.map((b) => b.status)).toEqual(['fulfilled', 'fulfilled']);
       const servers = await onServer(url, async (db) => {

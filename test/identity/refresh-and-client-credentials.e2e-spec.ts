@@ -1,8 +1,8 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import type request from 'supertest';
+import { generateKeyPairSync } from 'node:crypto';
 import { sign } from 'jsonwebtoken';
 import { AccessTokens } from '../../src/auth/access-tokens';
 import { AppConfig } from '../../src/config/app-config';
+import { withSlowRows } from '../support/slow-rows';
 import { createTestApp, TestApp } from '../support/test-app';
 import {
   authorizationRequest,
@@ -96,21 +96,16 @@ describe('refresh tokens, client credentials and /developers/me', () => {
       );
       // Marking this token used waits 0.3 s, row locked, transaction open: the other refresh reads
       // it unused meanwhile, so only the claim's own condition can tell that it lost.
-      const trigger = `slow_refresh_claim_${randomBytes(4).toString('hex')}`;
-      await t.dataSource.query(
-        `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+      const answers = await withSlowRows(
+        t.dataSource,
+        {
+          table: 'oauth_refresh_tokens',
+          on: 'UPDATE',
+          when: `OLD.id = '${id}'::uuid AND OLD.used_at IS NULL AND NEW.used_at IS NOT NULL`,
+          seconds: 0.3,
+        },
+        () => Promise.all([refresh(first.refresh_token), refresh(first.refresh_token)]),
       );
-      await t.dataSource.query(
-        `CREATE TRIGGER ${trigger} BEFORE UPDATE ON oauth_refresh_tokens FOR EACH ROW
-           WHEN (OLD.id = '${id}'::uuid AND OLD.used_at IS NULL AND NEW.used_at IS NOT NULL) EXECUTE FUNCTION ${trigger}()`,
-      );
-      let answers: request.Response[];
-      try {
-        answers = await Promise.all([refresh(first.refresh_token), refresh(first.refresh_token)]);
-      } finally {
-        await t.dataSource.query(`DROP TRIGGER ${trigger} ON oauth_refresh_tokens`);
-        await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-      }
       expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
       const loser = answers.find((a) => a.status === 400)!;
       expect(loser.body).toMatchObject({ error: 'invalid_grant', statusCode: 400 });

@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import type request from 'supertest';
 import { InvitesService } from '../../src/invites/invites.service';
 import { freePort } from '../support/free-port';
+import { withSlowRows } from '../support/slow-rows';
 import { TestSmtpServer } from '../support/smtp';
 import {
   createDeveloperWithToken,
@@ -202,22 +201,17 @@ describe('invites', () => {
     ).body;
     // Marking this invite used waits 0.3 s inside the acceptance's transaction: the other
     // acceptance reads it meanwhile, and only the invite's row lock makes it wait for the outcome.
-    const trigger = `slow_invite_verify_${randomBytes(4).toString('hex')}`;
-    await t.dataSource.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    const accept = () => t.http.post('/invites/accept').set(invitee.auth).send({ code: invite.code });
+    const answers = await withSlowRows(
+      t.dataSource,
+      {
+        table: 'invites',
+        on: 'UPDATE',
+        when: `OLD.id = '${invite.id}'::uuid AND NEW.state = 'VERIFIED'`,
+        seconds: 0.3,
+      },
+      () => Promise.all([accept(), accept()]),
     );
-    await t.dataSource.query(
-      `CREATE TRIGGER ${trigger} BEFORE UPDATE ON invites FOR EACH ROW
-         WHEN (OLD.id = '${invite.id}'::uuid AND NEW.state = 'VERIFIED') EXECUTE FUNCTION ${trigger}()`,
-    );
-    let answers: request.Response[];
-    try {
-      const accept = () => t.http.post('/invites/accept').set(invitee.auth).send({ code: invite.code });
-      answers = await Promise.all([accept(), accept()]);
-    } finally {
-      await t.dataSource.query(`DROP TRIGGER ${trigger} ON invites`);
-      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-    }
     expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
     expect(answers.find((a) => a.status === 200)!.body).toMatchObject({ id: ws.id, slug: ws.slug });
     expect(answers.find((a) => a.status === 400)!.body).toEqual({

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import type request from 'supertest';
 import { InvitesService } from '../../src/invites/invites.service';
+import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
 
 describe('the join page behind the e-mailed link', () => {
@@ -70,23 +69,13 @@ describe('the join page behind the e-mailed link', () => {
     const { ws, code, proof, inviteId } = await invite(email);
     // Marking this invite used waits 0.3 s inside the sign-up's transaction: the other sign-up reads
     // the invite meanwhile, and only the invite's row lock makes it wait for the outcome.
-    const trigger = `slow_invite_verify_${randomBytes(4).toString('hex')}`;
-    await t.dataSource.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    const join = () =>
+      t.http.post('/invites/join').type('form').send({ code, proof, password: 'a long enough password' });
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'invites', on: 'UPDATE', when: `OLD.id = '${inviteId}'::uuid AND NEW.state = 'VERIFIED'`, seconds: 0.3 },
+      () => Promise.all([join(), join()]),
     );
-    await t.dataSource.query(
-      `CREATE TRIGGER ${trigger} BEFORE UPDATE ON invites FOR EACH ROW
-         WHEN (OLD.id = '${inviteId}'::uuid AND NEW.state = 'VERIFIED') EXECUTE FUNCTION ${trigger}()`,
-    );
-    let answers: request.Response[];
-    try {
-      const join = () =>
-        t.http.post('/invites/join').type('form').send({ code, proof, password: 'a long enough password' });
-      answers = await Promise.all([join(), join()]);
-    } finally {
-      await t.dataSource.query(`DROP TRIGGER ${trigger} ON invites`);
-      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-    }
     expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
     expect(answers.find((a) => a.status === 200)!.text).toContain(`You joined ${ws.name}`);
     expect(answers.find((a) => a.status === 400)!.text).toContain('This invite has already been used');

@@ -1,7 +1,7 @@
-import type request from 'supertest';
 import { IsNull } from 'typeorm';
 import { DatabaseEntity } from '../../src/databases/database.entity';
 import { createReadyDatabase, createWorkspace, unique } from '../databases/support';
+import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
 
 /** The documented defaults: FREE allows 3 databases and no dedicated compute; PRO is unlimited. */
@@ -45,22 +45,12 @@ describe('plan limits', () => {
     // Creates of one region take turns for placement anyway; the two regions' do not. Each insert
     // of a database of this workspace waits 0.3 s inside the create's transaction, after its count:
     // creates that did not take the plan's turn would count the same databases and overfill it.
-    const trigger = `slow_database_insert_${unique()}`;
-    await t.dataSource.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    const regions = ['AWS_US_WEST_2', 'AWS_EU_CENTRAL_1'];
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'databases', on: 'INSERT', when: `NEW.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
+      () => Promise.all(Array.from({ length: 20 }, (_, i) => create(ws.slug, undefined, regions[i % 2]))),
     );
-    await t.dataSource.query(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON databases FOR EACH ROW
-         WHEN (NEW.workspace_id = '${ws.id}'::uuid) EXECUTE FUNCTION ${trigger}()`,
-    );
-    let answers: request.Response[];
-    try {
-      const regions = ['AWS_US_WEST_2', 'AWS_EU_CENTRAL_1'];
-      answers = await Promise.all(Array.from({ length: 20 }, (_, i) => create(ws.slug, undefined, regions[i % 2])));
-    } finally {
-      await t.dataSource.query(`DROP TRIGGER ${trigger} ON databases`);
-      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-    }
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses.filter((s) => s === 201)).toHaveLength(3);
     expect(statuses.filter((s) => s === 403)).toHaveLength(17);
@@ -116,21 +106,11 @@ describe('plan limits', () => {
     const path = `/workspaces/${ws.slug}/databases/${db.name}/credentials`;
     // Each insert of a credential of this database waits 0.3 s inside the create's transaction,
     // after its count: creates that did not take turns would all count none and all be made.
-    const trigger = `slow_credential_insert_${unique()}`;
-    await t.dataSource.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'credentials', on: 'INSERT', when: `NEW.database_id = '${db.id}'::uuid`, seconds: 0.3 },
+      () => Promise.all(Array.from({ length: 5 }, () => t.http.post(path).set(auth).send())),
     );
-    await t.dataSource.query(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON credentials FOR EACH ROW
-         WHEN (NEW.database_id = '${db.id}'::uuid) EXECUTE FUNCTION ${trigger}()`,
-    );
-    let answers: request.Response[];
-    try {
-      answers = await Promise.all(Array.from({ length: 5 }, () => t.http.post(path).set(auth).send()));
-    } finally {
-      await t.dataSource.query(`DROP TRIGGER ${trigger} ON credentials`);
-      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-    }
     expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 403, 403, 403]);
     expect(answers.find((a) => a.status === 403)!.body).toEqual({
       errorCode: 'threshold_exceeded',

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Auth, createWorkspace, unique } from '../databases/support';
+import { Auth, createWorkspace } from '../databases/support';
+import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
 
 interface SubscriptionBody {
@@ -46,37 +47,16 @@ describe('workspace subscription', () => {
     return (await t.http.get(path(slug)).set(auth).expect(200)).body as SubscriptionBody;
   }
 
-  /**
-   * Runs `work` while every `event` (INSERT or UPDATE) on this workspace's subscription rows waits
-   * 0.3 s inside its transaction: requests arriving at once all read the rows before the first
-   * write commits, and only the workspace's subscription lock makes the later ones wait for it.
-   */
-  async function withSlowWrites<T>(
-    workspaceId: string,
-    event: 'INSERT' | 'UPDATE',
-    work: () => Promise<T>,
-  ): Promise<T> {
-    const trigger = `slow_subscription_${event.toLowerCase()}_${unique()}`;
-    await t.dataSource.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
-    );
-    await t.dataSource.query(
-      `CREATE TRIGGER ${trigger} BEFORE ${event} ON subscriptions FOR EACH ROW
-         WHEN (NEW.workspace_id = '${workspaceId}'::uuid) EXECUTE FUNCTION ${trigger}()`,
-    );
-    try {
-      return await work();
-    } finally {
-      await t.dataSource.query(`DROP TRIGGER ${trigger} ON subscriptions`);
-      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-    }
-  }
-
   describe('a new workspace', () => {
     it('holds FREE from its creation: GET answers the row, written once when read twice at once', async () => {
       const ws = await createWorkspace(t, auth);
-      const [first, second] = await withSlowWrites(ws.id, 'INSERT', () =>
-        Promise.all([current(ws.slug), current(ws.slug)]),
+      // Writing this workspace's subscription row waits 0.3 s inside its transaction: both requests
+      // read the rows before the first write commits, and only the workspace's subscription lock
+      // makes the later one wait for it.
+      const [first, second] = await withSlowRows(
+        t.dataSource,
+        { table: 'subscriptions', on: 'INSERT', when: `NEW.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
+        () => Promise.all([current(ws.slug), current(ws.slug)]),
       );
       expect(first).toEqual({
         workspace: ws.slug,
@@ -234,7 +214,14 @@ describe('workspace subscription', () => {
       const ws = await createWorkspace(t, auth);
       const free = await current(ws.slug);
       const change = () => t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO' });
-      const [first, second] = await withSlowWrites(ws.id, 'UPDATE', () => Promise.all([change(), change()]));
+      // Updating this workspace's subscription rows waits 0.3 s inside its transaction: both requests
+      // read the rows before the first write commits, and only the workspace's subscription lock
+      // makes the later one wait for it.
+      const [first, second] = await withSlowRows(
+        t.dataSource,
+        { table: 'subscriptions', on: 'UPDATE', when: `NEW.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
+        () => Promise.all([change(), change()]),
+      );
       expect([first.status, second.status]).toEqual([200, 200]);
       const pro = first.body as SubscriptionBody;
       expect(pro).toMatchObject({ workspace: ws.slug, level: 'PRO' });

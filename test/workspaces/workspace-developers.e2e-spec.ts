@@ -1,4 +1,4 @@
-import type request from 'supertest';
+import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
 
 describe('developers of a workspace', () => {
@@ -103,24 +103,15 @@ describe('developers of a workspace', () => {
     const b = await createDeveloperWithToken(t.app);
     const ws = await workspaceWith(a, b);
     // Each removal's delete sleeps: removals that did not take turns would both count the other and both delete.
-    const trigger = `slow_member_delete_${unique()}`;
-    await t.dataSource.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN OLD; END $$`,
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'workspace_members', on: 'DELETE', when: `OLD.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
+      () =>
+        Promise.all([
+          t.http.delete(`/workspaces/${ws.slug}/developers/${b.developer.id}`).set(a.auth),
+          t.http.delete(`/workspaces/${ws.slug}/developers/${a.developer.id}`).set(b.auth),
+        ]),
     );
-    await t.dataSource.query(
-      `CREATE TRIGGER ${trigger} BEFORE DELETE ON workspace_members FOR EACH ROW
-         WHEN (OLD.workspace_id = '${ws.id}'::uuid) EXECUTE FUNCTION ${trigger}()`,
-    );
-    let answers: request.Response[];
-    try {
-      answers = await Promise.all([
-        t.http.delete(`/workspaces/${ws.slug}/developers/${b.developer.id}`).set(a.auth),
-        t.http.delete(`/workspaces/${ws.slug}/developers/${a.developer.id}`).set(b.auth),
-      ]);
-    } finally {
-      await t.dataSource.query(`DROP TRIGGER ${trigger} ON workspace_members`);
-      await t.dataSource.query(`DROP FUNCTION ${trigger}()`);
-    }
     expect(answers.map((r) => r.status).sort()).toEqual([204, 403]);
     expect(answers.find((r) => r.status === 403)!.body).toEqual({
       errorCode: 'forbidden_operation',
