@@ -609,59 +609,71 @@ describe('database lifecycle jobs', () => {
   const workspaceEntity = (wsSlug: string) =>
     t.dataSource.getRepository(WorkspaceEntity).findOneByOrFail({ slug: wsSlug });
 
-  it('refuses a rename that read the database before a delete committed (the delete wins)', async () => {
-    const db = await createReadyDatabase(t, auth, slug);
-    const path = `/workspaces/${slug}/databases/${db.name}`;
+  /**
+   * Sends `late` as a request that read the database `name` before `meanwhile` committed: the
+   * service's look-up answers it what it read then.
+   */
+  async function afterStaleRead<T>(
+    name: string,
+    meanwhile: () => Promise<unknown>,
+    late: () => Promise<T>,
+  ): Promise<T> {
     const service = t.app.get(DatabasesService);
-    const stale = await service.findOperable(await workspaceEntity(slug), db.name);
-    await t.http.delete(path).set(auth).expect(200);
+    const stale = await service.findOperable(await workspaceEntity(slug), name);
+    await meanwhile();
     const spy = jest.spyOn(service, 'findOperable').mockResolvedValueOnce(stale);
     try {
-      const rename = await t.http
-        .put(path)
-        .set(auth)
-        .send({ name: `late_${unique()}` })
-        .expect(409);
-      expect(rename.body.errorCode).toBe('db_status_failure');
+      return await late();
     } finally {
       spy.mockRestore();
     }
+  }
+
+  it('refuses a rename that read the database before a delete committed (the delete wins)', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const path = `/workspaces/${slug}/databases/${db.name}`;
+    const rename = await afterStaleRead(
+      db.name,
+      () => t.http.delete(path).set(auth).expect(200),
+      () =>
+        t.http
+          .put(path)
+          .set(auth)
+          .send({ name: `late_${unique()}` })
+          .expect(409),
+    );
+    expect(rename.body.errorCode).toBe('db_status_failure');
     expect((await databaseRow(t, db.id)).name).toBe(db.name);
   });
 
   it('refuses a rename that read the database before another rename committed (404: nothing has the old name)', async () => {
     const db = await createReadyDatabase(t, auth, slug);
-    const service = t.app.get(DatabasesService);
-    const stale = await service.findOperable(await workspaceEntity(slug), db.name);
+    const path = `/workspaces/${slug}/databases/${db.name}`;
     const first = `first_${unique()}`;
-    await t.http.put(`/workspaces/${slug}/databases/${db.name}`).set(auth).send({ name: first }).expect(200);
-    const spy = jest.spyOn(service, 'findOperable').mockResolvedValueOnce(stale);
-    try {
-      const late = await t.http
-        .put(`/workspaces/${slug}/databases/${db.name}`)
-        .set(auth)
-        .send({ name: `late_${unique()}` })
-        .expect(404);
-      expect(late.body.errorCode).toBe('entity_not_found');
-    } finally {
-      spy.mockRestore();
-    }
+    const late = await afterStaleRead(
+      db.name,
+      () => t.http.put(path).set(auth).send({ name: first }).expect(200),
+      () =>
+        t.http
+          .put(path)
+          .set(auth)
+          .send({ name: `late_${unique()}` })
+          .expect(404),
+    );
+    expect(late.body.errorCode).toBe('entity_not_found');
     expect((await databaseRow(t, db.id)).name).toBe(first);
   });
 
   it('refuses a delete that read the database before a rename committed (404), and deletes nothing', async () => {
     const db = await createReadyDatabase(t, auth, slug);
-    const service = t.app.get(DatabasesService);
-    const stale = await service.findOperable(await workspaceEntity(slug), db.name);
+    const path = `/workspaces/${slug}/databases/${db.name}`;
     const renamed = `renamed_${unique()}`;
-    await t.http.put(`/workspaces/${slug}/databases/${db.name}`).set(auth).send({ name: renamed }).expect(200);
-    const spy = jest.spyOn(service, 'findOperable').mockResolvedValueOnce(stale);
-    try {
-      const late = await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(404);
-      expect(late.body.errorCode).toBe('entity_not_found');
-    } finally {
-      spy.mockRestore();
-    }
+    const late = await afterStaleRead(
+      db.name,
+      () => t.http.put(path).set(auth).send({ name: renamed }).expect(200),
+      () => t.http.delete(path).set(auth).expect(404),
+    );
+    expect(late.body.errorCode).toBe('entity_not_found');
     expect(await databaseRow(t, db.id)).toMatchObject({ name: renamed, deleted: null, deletion_due_at: null });
     await t.http.get(`/workspaces/${slug}/databases/${renamed}`).set(auth).expect(200);
   });
