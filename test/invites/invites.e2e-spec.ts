@@ -35,6 +35,12 @@ describe('invites', () => {
     ).body;
   }
 
+  /** A programmatic invite (its code in the answer) of `email` to the workspace. */
+  async function programmaticInvite(auth: Auth, slug: string, email: string): Promise<{ id: string; code: string }> {
+    return (await t.http.post(`/workspaces/${slug}/invites`).set(auth).send({ email, programmatic: true }).expect(201))
+      .body;
+  }
+
   const inviteRow = async (id: string) =>
     (
       await t.dataSource.query(
@@ -165,20 +171,12 @@ describe('invites', () => {
     const ws = await workspace(owner.auth);
     const email = uniqueEmail('late');
     const invitee = await createDeveloperWithToken(t.app, { email });
-    const expired = (
-      await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email, programmatic: true })
-    ).body;
+    const expired = await programmaticInvite(owner.auth, ws.slug, email);
     await t.dataSource.query(`UPDATE invites SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
     const res = await t.http.post('/invites/accept').set(invitee.auth).send({ code: expired.code }).expect(400);
     expect(res.body.message).toMatch(/expired/);
 
-    const deleted = (
-      await t.http
-        .post(`/workspaces/${ws.slug}/invites`)
-        .set(owner.auth)
-        .send({ email, programmatic: true })
-        .expect(201)
-    ).body;
+    const deleted = await programmaticInvite(owner.auth, ws.slug, email);
     await t.http.delete(`/workspaces/${ws.slug}/invites/${deleted.id}`).set(owner.auth).expect(204);
     expect(await t.dataSource.query('SELECT id FROM invites WHERE id = $1', [deleted.id])).toEqual([]);
     await t.http.post('/invites/accept').set(invitee.auth).send({ code: deleted.code }).expect(404);
@@ -192,13 +190,7 @@ describe('invites', () => {
     const ws = await workspace(owner.auth);
     const email = uniqueEmail('twice');
     const invitee = await createDeveloperWithToken(t.app, { email });
-    const invite = (
-      await t.http
-        .post(`/workspaces/${ws.slug}/invites`)
-        .set(owner.auth)
-        .send({ email, programmatic: true })
-        .expect(201)
-    ).body;
+    const invite = await programmaticInvite(owner.auth, ws.slug, email);
     // Marking this invite used waits 0.3 s inside the acceptance's transaction: the other
     // acceptance reads it meanwhile, and only the invite's row lock makes it wait for the outcome.
     const accept = () => t.http.post('/invites/accept').set(invitee.auth).send({ code: invite.code });
