@@ -519,9 +519,6 @@ describe('an install from before the fleet', () => {
 describe('replicas booting together on a new metadata database', () => {
   it('register exactly one server per region between them', async () => {
     const url = await createIsolatedMetadataDatabase();
-    // createTestApp restores the environment it changed when its app is up; two booting at once
-    // would each restore what the other had set.
-    const environment = { ...process.env };
     let boots: PromiseSettledResult<TestApp>[] = [];
     try {
       // Each registration waits 0.3 s on its insert, inside its transaction (the database is this
@@ -542,8 +539,6 @@ describe('replicas booting together on a new metadata database', () => {
       });
       expect(servers).toEqual([...CREATABLE_REGIONS].sort().map((region) => ({ region, servers: 1 })));
     } finally {
-      for (const key of Object.keys(process.env)) if (!(key in environment)) delete process.env[key];
-      Object.assign(process.env, environment);
       for (const boot of boots) if (boot.status === 'fulfilled') await boot.value.close();
       await dropMetadataDatabase(url);
     }

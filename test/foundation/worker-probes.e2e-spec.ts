@@ -1,5 +1,6 @@
-import { Test, TestingModule } from '@nestjs/testing';
+import { Test } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
+import { AppConfig } from '../../src/config/app-config';
 import { WorkerProbeServer } from '../../src/observability/worker-probe.server';
 import { WorkerModule } from '../../src/worker.module';
 import { itWithPromtool, promtoolProblems } from '../support/promtool';
@@ -14,18 +15,12 @@ async function bootWorker(env: Record<string, string> = {}) {
     WORKER_PORT: '0',
     ...env,
   };
-  const previous = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]));
-  Object.assign(process.env, overrides);
-  let worker: TestingModule;
-  try {
-    worker = await Test.createTestingModule({ imports: [WorkerModule] }).compile();
-    await worker.init();
-  } finally {
-    for (const [key, value] of Object.entries(previous)) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  }
+  // The overrides go to this worker's configuration only; process.env is left alone.
+  const worker = await Test.createTestingModule({ imports: [WorkerModule] })
+    .overrideProvider(AppConfig)
+    .useValue(AppConfig.fromEnvironment({ ...process.env, ...overrides }))
+    .compile();
+  await worker.init();
   const base = `http://127.0.0.1:${worker.get(WorkerProbeServer).port}`;
   return { worker, get: (path: string, init?: RequestInit) => fetch(`${base}${path}`, init) };
 }

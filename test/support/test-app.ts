@@ -9,6 +9,7 @@ import { DataSource } from 'typeorm';
 import { ApiModule } from '../../src/api.module';
 import { configureApp } from '../../src/app.setup';
 import { AccessTokens } from '../../src/auth/access-tokens';
+import { AppConfig } from '../../src/config/app-config';
 import { migrateDatabase } from '../../src/database/data-source-options';
 import { DeveloperEntity, DeveloperKind } from '../../src/developers/developer.entity';
 import { Reconciler } from '../../src/queues/reconciler';
@@ -39,24 +40,18 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     PLAN_FREE_DEDICATED_COMPUTE: 'true',
     ...env,
   };
-  // The configuration is read while the app is created; the overrides must not leak into the
-  // next app of the same spec file.
-  const previous = Object.fromEntries(Object.keys(overrides).map((key) => [key, process.env[key]]));
-  Object.assign(process.env, overrides);
-  let app: NestExpressApplication;
-  try {
-    const moduleRef = await Test.createTestingModule({
-      imports: [ApiModule.forRoot({ workers: (overrides.WORKERS ?? process.env.WORKERS ?? 'on') !== 'off' })],
-    }).compile();
-    app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, bufferLogs: true });
-    configureApp(app);
-    await app.init();
-  } finally {
-    for (const [key, value] of Object.entries(previous)) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  }
+  // The app reads its configuration from the environment with the overrides on top; process.env
+  // itself is left alone, so apps booting at once (or one after another) never see each other's.
+  const config = AppConfig.fromEnvironment({ ...process.env, ...overrides });
+  const moduleRef = await Test.createTestingModule({
+    imports: [ApiModule.forRoot({ workers: config.workersEnabled })],
+  })
+    .overrideProvider(AppConfig)
+    .useValue(config)
+    .compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, bufferLogs: true });
+  configureApp(app);
+  await app.init();
   const dataSource = app.get(DataSource);
   return {
     app,
