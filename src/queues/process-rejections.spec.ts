@@ -38,7 +38,10 @@ describe('processors of a queue whose Redis never answered', () => {
 
   afterEach(async () => {
     // Bull's close waits for a connection that never comes: bounded, then the clients are cut.
-    await Promise.race([queue.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000))]);
+    await Promise.race([
+      queue.close().catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, 1000).unref()),
+    ]);
     for (const client of clients) client.disconnect();
   });
 
