@@ -61,4 +61,20 @@ describe('processors of a queue whose Redis never answered', () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     await expect(processing).rejects.toThrow(/ECONNREFUSED/);
   });
+
+  // Bull names the worker's connection when a processor is set (`setWorkerName`, its promise
+  // dropped): it waits for the queue's command connection, and rejects the same way when that one
+  // ends without ever answering. Without the handler this test fails with "connect ECONNREFUSED
+  // 127.0.0.1:1", as the health spec's Redis-down tests did now and then (one per processor).
+  it('leave no unhandled rejection when the command connection ends before it ever answered', async () => {
+    handleProcessRejections(queue);
+    const processing = queue.process('job', 1, () => Promise.resolve());
+    processing.catch(() => undefined);
+    const commands = (queue as Queue.Queue & { client: Redis }).client;
+    let failedOnce = false;
+    commands.on('error', () => (failedOnce = true));
+    await until(() => failedOnce);
+    commands.emit('end');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  });
 });
