@@ -27,6 +27,19 @@ async function until(condition: () => boolean): Promise<void> {
   if (!condition()) throw new Error('condition not met in 2 s');
 }
 
+/**
+ * What ioredis does when a queue closes while one of its connections, which never answered, is in
+ * the middle of a connection attempt (rare; likelier on a busy event loop): 'end', after its first
+ * error. Then a moment for whatever waited on that connection to settle.
+ */
+async function endMidAttempt(connection: Redis): Promise<void> {
+  let failedOnce = false;
+  connection.on('error', () => (failedOnce = true));
+  await until(() => failedOnce);
+  connection.emit('end');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
 describe('processors of a queue whose Redis never answered', () => {
   let queue: Queue.Queue;
   let clients: Redis[];
@@ -50,15 +63,8 @@ describe('processors of a queue whose Redis never answered', () => {
   it('leave no unhandled rejection when the queue stops before they ever started', async () => {
     handleProcessRejections(queue);
     const processing = queue.process('job', 1, () => Promise.resolve());
-    // What ioredis does when such a queue closes while its subscriber connection is in the middle
-    // of a connection attempt (rare; likelier on a busy event loop): 'end', after which Bull's wait
-    // for that connection rejects with the last connection error.
-    const subscriber = (queue as Queue.Queue & { eclient: Redis }).eclient;
-    let failedOnce = false;
-    subscriber.on('error', () => (failedOnce = true));
-    await until(() => failedOnce);
-    subscriber.emit('end');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Bull's wait for the subscriber connection rejects with the last connection error.
+    await endMidAttempt((queue as Queue.Queue & { eclient: Redis }).eclient);
     await expect(processing).rejects.toThrow(/ECONNREFUSED/);
   });
 
@@ -70,11 +76,6 @@ describe('processors of a queue whose Redis never answered', () => {
     handleProcessRejections(queue);
     const processing = queue.process('job', 1, () => Promise.resolve());
     processing.catch(() => undefined);
-    const commands = (queue as Queue.Queue & { client: Redis }).client;
-    let failedOnce = false;
-    commands.on('error', () => (failedOnce = true));
-    await until(() => failedOnce);
-    commands.emit('end');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await endMidAttempt((queue as Queue.Queue & { client: Redis }).client);
   });
 });
