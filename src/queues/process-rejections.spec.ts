@@ -1,5 +1,6 @@
 import Queue from 'bull';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import { closeRedis, openRedis } from '../common/redis/redis-connection';
 import { handleProcessRejections } from './process-rejections';
 
 /**
@@ -10,10 +11,9 @@ import { handleProcessRejections } from './process-rejections';
 function queueOnDeadRedis(clients: Redis[]): Queue.Queue {
   const queue = new Queue('process-rejections-spec', {
     createClient: (type) => {
-      const client = new Redis('redis://127.0.0.1:1', {
+      const client = openRedis('redis://127.0.0.1:1', {
         ...(type === 'client' ? {} : { maxRetriesPerRequest: null, enableReadyCheck: false }),
       });
-      client.on('error', () => undefined);
       clients.push(client);
       return client;
     },
@@ -55,7 +55,7 @@ describe('processors of a queue whose Redis never answered', () => {
       queue.close().catch(() => undefined),
       new Promise((resolve) => setTimeout(resolve, 1000).unref()),
     ]);
-    for (const client of clients) client.disconnect();
+    await Promise.all(clients.map(closeRedis));
   });
 
   // Jest fails the running test on an unhandled rejection, with its message: without the handler this

@@ -1,6 +1,7 @@
 import { BullModule } from '@nestjs/bull';
 import { Global, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import { closeRedis, openRedis } from '../common/redis/redis-connection';
 import { AppConfig } from '../config/app-config';
 import { JobDispatcher } from './job-dispatcher';
 import { processRejectionsProvider } from './process-rejections';
@@ -22,25 +23,9 @@ class RedisConnections {
   }
 
   closeAll(): Promise<void[]> {
-    return Promise.all([...this.clients].map((client) => this.close(client)));
-  }
-
-  /**
-   * Closes one connection without failing commands still in flight (a delayed-job timer's query,
-   * say): a ready connection gets QUIT, which Redis answers after the pending replies; only what
-   * is still open after a moment (or never connected) is cut.
-   */
-  private async close(client: Redis): Promise<void> {
-    this.clients.delete(client);
-    if (client.status === 'end') return;
-    if (client.status === 'ready') {
-      await Promise.race([
-        client.quit().catch(() => undefined),
-        new Promise((resolve) => setTimeout(resolve, 1000).unref()),
-      ]);
-    }
-    // (the status may have changed while QUIT was under way)
-    if ((client.status as string) !== 'end') client.disconnect();
+    const clients = [...this.clients];
+    this.clients.clear();
+    return Promise.all(clients.map(closeRedis));
   }
 }
 
@@ -56,12 +41,11 @@ class RedisConnectionsModule {}
       useFactory: (config: AppConfig, connections: RedisConnections) => ({
         prefix: config.env.QUEUE_PREFIX,
         createClient: (type) => {
-          const client = new Redis(config.env.REDIS_URL, {
+          const client = openRedis(config.env.REDIS_URL, {
             // Blocking and subscriber connections must not give up on a command (Bull's requirement).
             ...(type === 'client' ? {} : { maxRetriesPerRequest: null, enableReadyCheck: false }),
             lazyConnect: false,
           });
-          client.on('error', () => undefined); // connection errors surface through /health and job retries
           connections.add(client);
           return client;
         },

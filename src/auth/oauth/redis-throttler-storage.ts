@@ -1,7 +1,8 @@
 import { Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
 import type { ThrottlerStorageRecord } from '@nestjs/throttler/dist/throttler-storage-record.interface';
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import { closeRedis, openRedis } from '../../common/redis/redis-connection';
 import { AppConfig } from '../../config/app-config';
 
 /**
@@ -31,13 +32,12 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
 
   constructor(config: AppConfig) {
     this.prefix = `${config.env.QUEUE_PREFIX}:throttle:`;
-    this.redis = new Redis(config.env.REDIS_URL, {
+    this.redis = openRedis(config.env.REDIS_URL, {
       maxRetriesPerRequest: 1,
       // Commands wait for the connection (at boot), but never longer than this.
       commandTimeout: 1000,
       lazyConnect: false,
     });
-    this.redis.on('error', () => undefined); // a failed command says what went wrong
   }
 
   async increment(
@@ -68,7 +68,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
 
   async onApplicationShutdown(): Promise<void> {
     this.fallback.onApplicationShutdown();
-    await this.redis.quit().catch(() => this.redis.disconnect());
+    await closeRedis(this.redis);
   }
 }
 
