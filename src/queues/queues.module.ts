@@ -1,5 +1,5 @@
 import { BullModule } from '@nestjs/bull';
-import { Global, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Global, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { closeRedis, openRedis } from '../common/redis/redis-connection';
 import { AppConfig } from '../config/app-config';
@@ -57,11 +57,27 @@ class RedisConnectionsModule {}
   providers: [JobDispatcher, Reconciler, processRejectionsProvider],
   exports: [BullModule, JobDispatcher, Reconciler],
 })
-export class QueuesModule implements OnApplicationShutdown {
+export class QueuesModule implements BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
     private readonly jobs: JobDispatcher,
     private readonly connections: RedisConnections,
   ) {}
+
+  /**
+   * With Redis away, Bull's graceful close (which @nestjs/bull runs for each queue, unbounded) waits
+   * for the job in flight and then for its result's write to give up on Redis, each command through
+   * its reconnection attempts: 41 s with an e-mail being sent, past a 30 s grace period. Then nothing
+   * a job does can be recorded in Redis anyway, so the queues are closed first without waiting for
+   * their jobs; a job cut short runs again as stalled (processors are idempotent), as after a crash.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    const queues = ALL_QUEUES.map((name) => this.jobs.queue(name));
+    if (queues.every((queue) => queue.client.status === 'ready')) return;
+    await Promise.race([
+      Promise.all(queues.map((queue) => queue.close(true))),
+      new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+    ]);
+  }
 
   async onApplicationShutdown(): Promise<void> {
     // Let each queue finish its current job and close (Bull reconnects its blocking client while

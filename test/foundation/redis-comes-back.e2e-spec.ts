@@ -1,0 +1,140 @@
+import { connect, createServer, Server, Socket } from 'node:net';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { freePort } from '../support/free-port';
+import { TestSmtpServer } from '../support/smtp';
+import {
+  createDeveloperWithToken,
+  createIsolatedMetadataDatabase,
+  createTestApp,
+  dropMetadataDatabase,
+  eventually,
+  reconcile,
+  TestApp,
+  uniqueEmail,
+} from '../support/test-app';
+
+/**
+ * The run's Redis behind a TCP relay that can go down (every connection cut, nothing accepted) and
+ * come back on the same address, as a Redis restart or a network cut looks to the service.
+ */
+class RedisLink {
+  private server?: Server;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(private readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async up(): Promise<void> {
+    const server = createServer((client) => {
+      const redis = connect(6379, '127.0.0.1');
+      for (const [socket, other] of [
+        [client, redis],
+        [redis, client],
+      ]) {
+        this.sockets.add(socket);
+        socket.on('error', () => socket.destroy());
+        socket.on('close', () => {
+          this.sockets.delete(socket);
+          other.destroy();
+        });
+      }
+      client.pipe(redis).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', resolve);
+    });
+    this.server = server;
+  }
+
+  async down(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+  }
+}
+
+describe('Redis goes away while the service runs, and comes back', () => {
+  let link: RedisLink;
+  let smtp: TestSmtpServer;
+  let metadataUrl: string;
+  let t: TestApp | undefined;
+
+  beforeEach(async () => {
+    link = new RedisLink(await freePort());
+    await link.up();
+    smtp = await TestSmtpServer.start();
+    // A metadata database of this spec's own: on the run's shared one, another spec's reconciler
+    // could send this spec's pending invites while its Redis is away.
+    metadataUrl = await createIsolatedMetadataDatabase();
+    t = await createTestApp({ DATABASE_URL: metadataUrl, REDIS_URL: link.url, SMTP_URL: smtp.url });
+  });
+
+  afterEach(async () => {
+    await t?.close();
+    await link.down();
+    await smtp.close();
+    await dropMetadataDatabase(metadataUrl);
+  });
+
+  async function inviteIn(app: TestApp) {
+    const owner = await createDeveloperWithToken(app.app);
+    const ws = (
+      await app.http
+        .post('/workspaces')
+        .set(owner.auth)
+        .send({ name: `Redis link ${Date.now()}` })
+        .expect(201)
+    ).body;
+    return async (email: string): Promise<string> =>
+      (await app.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201)).body.id;
+  }
+
+  it('answers 503 on readiness while it is away and 200 once back; work owed meanwhile is done, and the queues work again', async () => {
+    const app = t!;
+    const invite = await inviteIn(app);
+    const before = uniqueEmail('before');
+    await invite(before);
+    await eventually(() => Promise.resolve(smtp.messagesTo(before).length === 1));
+
+    await link.down();
+    await eventually(async () => (await app.http.get('/health/ready')).status === 503);
+    const during = uniqueEmail('during');
+    const owed = await invite(during);
+    const [row] = await app.dataSource.query('SELECT state FROM invites WHERE id = $1', [owed]);
+    expect(row.state).toBe('EMAIL_PENDING');
+
+    await link.up();
+    await eventually(async () => (await app.http.get('/health/ready')).status === 200);
+    await reconcile(app.app);
+    await eventually(() => Promise.resolve(smtp.messagesTo(during).length === 1));
+    // New work goes through the queue again, the processors having reconnected (no reconcile here).
+    const after = uniqueEmail('after');
+    await invite(after);
+    await eventually(() => Promise.resolve(smtp.messagesTo(after).length === 1));
+    expect(smtp.messagesTo(before)).toHaveLength(1);
+    expect(smtp.messagesTo(during)).toHaveLength(1);
+  });
+
+  it('shuts down promptly while Redis is away, even with a job in flight', async () => {
+    const app = t!;
+    const invite = await inviteIn(app);
+    smtp.holdMs = 4000; // the e-mail job is still sending when Redis goes away
+    await invite(uniqueEmail('in-flight'));
+    const emails = app.app.get(JobDispatcher).queue('invite-email');
+    await eventually(async () => (await emails.getActiveCount()) === 1);
+    await link.down();
+    await eventually(async () => (await app.http.get('/health/ready')).status === 503);
+
+    const started = Date.now();
+    await app.close();
+    t = undefined;
+
+    // Bull's graceful close waited for the job, then for its result's write to give up on Redis: 41 s.
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+});
