@@ -114,6 +114,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
   async ensureSchedule(): Promise<void> {
     if (!this.config.workersEnabled) return;
     const schedule = JOBS.ScheduleTelemetryPasses;
+    if (!this.jobs.answering(schedule.queue)) throw new Error('Redis is away');
     const queue = this.jobs.queue(schedule.queue);
     for (const job of await queue.getRepeatableJobs()) {
       if (job.name === schedule.name && Number(job.every) !== this.intervalMs) {

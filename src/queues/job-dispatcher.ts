@@ -1,10 +1,10 @@
 import { getQueueToken } from '@nestjs/bull';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { Queue } from 'bull';
 import { AppConfig } from '../config/app-config';
 import { JOBS, type JobName, type JobPayload } from './job-registry';
-import { QueueName } from './queue-names';
+import { ALL_QUEUES, QueueName } from './queue-names';
 import { currentReconcileTally } from './reconcile-tally';
 
 export interface DispatchOptions {
@@ -20,8 +20,11 @@ const ENQUEUE_TIMEOUT_MS = 2000;
  * enqueue (Redis down) is logged and left to the reconciler; the request still succeeds.
  */
 @Injectable()
-export class JobDispatcher {
+export class JobDispatcher implements OnModuleInit {
   private readonly logger = new Logger(JobDispatcher.name);
+  /** Queues whose connection to Redis closed and has not been ready since. */
+  private readonly away = new Set<QueueName>();
+  private readonly backListeners: (() => void)[] = [];
 
   constructor(
     private readonly moduleRef: ModuleRef,
@@ -32,9 +35,39 @@ export class JobDispatcher {
     return this.moduleRef.get<Queue>(getQueueToken(name), { strict: false });
   }
 
+  onModuleInit(): void {
+    for (const name of ALL_QUEUES) {
+      const client = this.queue(name).client;
+      client.on('close', () => this.away.add(name));
+      client.on('ready', () => {
+        if (!this.away.delete(name) || this.away.size > 0) return;
+        for (const listener of this.backListeners) listener();
+      });
+    }
+  }
+
+  /**
+   * False while the queue's connection to Redis is lost. Nothing then waits for Redis: a command
+   * would wait out the connection's reconnection attempts (~10 s), a reconcile pass over owed work
+   * took minutes, and a shutdown waited for it. What is skipped meanwhile is enqueued by the
+   * reconciler, which runs a pass as soon as Redis is back.
+   */
+  answering(name: QueueName): boolean {
+    return !this.away.has(name);
+  }
+
+  /** Calls `listener` whenever every queue's connection is back after one was lost. */
+  onRedisBack(listener: () => void): void {
+    this.backListeners.push(listener);
+  }
+
   /** Enqueues a registered job on its queue (JOBS says which, and what its payload is). */
   async dispatch<N extends JobName>(job: N, data: JobPayload<N>, options: DispatchOptions): Promise<boolean> {
     const { queue, name } = JOBS[job];
+    if (!this.answering(queue)) {
+      this.logger.warn({ queue, job: name, jobId: options.jobId }, 'Redis away: not enqueued; the reconciler will');
+      return false;
+    }
     const add = this.queue(queue).add(name, data, {
       jobId: options.jobId,
       delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
@@ -72,6 +105,7 @@ export class JobDispatcher {
    */
   async redispatch<N extends JobName>(job: N, data: JobPayload<N>, options: DispatchOptions): Promise<boolean> {
     const { queue } = JOBS[job];
+    if (!this.answering(queue)) return this.dispatch(job, data, options);
     try {
       const existing = await this.queue(queue).getJob(options.jobId);
       if (existing && (await existing.isFailed())) await existing.remove();

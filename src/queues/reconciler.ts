@@ -41,6 +41,12 @@ export class Reconciler implements OnApplicationShutdown {
     return this.running;
   }
 
+  /** A pass that starts once the one under way (if any) has ended: for work that one may have skipped. */
+  async runAfresh(): Promise<void> {
+    await this.running;
+    return this.runOnce();
+  }
+
   /** Passes, task outcomes and what the tasks re-enqueued, since this process started. */
   get stats(): Readonly<ReconcilerStats> {
     return this.figures;
