@@ -16,6 +16,7 @@ export class Reconciler implements OnApplicationShutdown {
   private readonly tasks = new Map<string, ReconcileTask>();
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
+  private stopped = false;
   private readonly figures: ReconcilerStats = { passes: 0, taskRuns: new Map(), enqueued: new Map() };
 
   constructor(private readonly config: AppConfig) {}
@@ -31,6 +32,7 @@ export class Reconciler implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.timer);
     await this.running;
   }
@@ -44,7 +46,7 @@ export class Reconciler implements OnApplicationShutdown {
   /** A pass that starts once the one under way (if any) has ended: for work that one may have skipped. */
   async runAfresh(): Promise<void> {
     await this.running;
-    return this.runOnce();
+    if (!this.stopped) await this.runOnce();
   }
 
   /** Passes, task outcomes and what the tasks re-enqueued, since this process started. */
