@@ -1,5 +1,6 @@
 import { connect, createServer, Server, Socket } from 'node:net';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { createWorkspace } from '../databases/support';
 import { freePort } from '../support/free-port';
 import { TestSmtpServer } from '../support/smtp';
 import {
@@ -83,13 +84,7 @@ describe('Redis goes away while the service runs, and comes back', () => {
 
   async function inviteIn(app: TestApp) {
     const owner = await createDeveloperWithToken(app.app);
-    const ws = (
-      await app.http
-        .post('/workspaces')
-        .set(owner.auth)
-        .send({ name: `Redis link ${Date.now()}` })
-        .expect(201)
-    ).body;
+    const ws = await createWorkspace(app, owner.auth);
     return async (email: string): Promise<string> =>
       (await app.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201)).body.id;
   }
