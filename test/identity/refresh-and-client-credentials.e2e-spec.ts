@@ -3,7 +3,7 @@ import { sign } from 'jsonwebtoken';
 import { AccessTokens } from '../../src/auth/access-tokens';
 import { AppConfig } from '../../src/config/app-config';
 import { withSlowRows } from '../support/slow-rows';
-import { createTestApp, TestApp } from '../support/test-app';
+import { createTestApp, eventually, TestApp } from '../support/test-app';
 import {
   authorizationRequest,
   createApiDeveloper,
@@ -155,6 +155,49 @@ describe('refresh tokens, client credentials and /developers/me', () => {
       const wider = await refresh(back.body.refresh_token, { scope: 'workspaces query' });
       expect(wider.status).toBe(400);
       expect(wider.body).toMatchObject({ error: 'invalid_scope', statusCode: 400 });
+      // The refused request did not use the token up: the client still holds a working one.
+      const after = await refresh(back.body.refresh_token).expect(200);
+      expect(after.body.scope).toBe('workspaces databases');
+    });
+
+    it('revokes the successor of a rotation under way when a used token of the family comes back', async () => {
+      const first = await login();
+      const second = await refresh(first.refresh_token).expect(200);
+      const [{ family_id: familyId }] = await t.dataSource.query<{ family_id: string }[]>(
+        `SELECT family_id FROM oauth_refresh_tokens WHERE token_hash = encode(sha256($1::bytea), 'hex')`,
+        [first.refresh_token],
+      );
+      // Storing the rotation's successor waits 0.5 s, its transaction open; the replay of the used
+      // first token comes meanwhile and revokes the family.
+      const [rotated, replay] = await withSlowRows(
+        t.dataSource,
+        { table: 'oauth_refresh_tokens', on: 'INSERT', when: `NEW.family_id = '${familyId}'::uuid`, seconds: 0.5 },
+        async () => {
+          const rotation = refresh(second.body.refresh_token).then((answer) => answer); // sent now
+          await eventually(
+            async () => {
+              const [{ sleeping }] = await t.dataSource.query<{ sleeping: number }[]>(
+                `SELECT count(*)::int AS sleeping FROM pg_stat_activity
+                  WHERE wait_event = 'PgSleep' AND query LIKE 'INSERT INTO "oauth_refresh_tokens"%'`,
+              );
+              return sleeping === 1;
+            },
+            5000,
+            20,
+          );
+          return Promise.all([rotation, refresh(first.refresh_token)]);
+        },
+      );
+      expect(replay.body).toMatchObject({ error: 'invalid_grant', statusCode: 400 });
+      expect(rotated.status).toBe(200);
+      const afterReuse = await refresh(rotated.body.refresh_token);
+      expect(afterReuse.body).toMatchObject({ error: 'invalid_grant' });
+      expect(afterReuse.body.error_description).toMatch(/revoked/);
+      const live = await t.dataSource.query(
+        'SELECT id FROM oauth_refresh_tokens WHERE family_id = $1 AND revoked_at IS NULL',
+        [familyId],
+      );
+      expect(live).toEqual([]);
     });
 
     it('stops working for a deleted developer', async () => {

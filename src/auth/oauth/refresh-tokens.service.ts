@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { randomToken, sha256 } from '../../common/crypto/tokens';
 import { AppConfig } from '../../config/app-config';
 import { MetadataTransactions } from '../../database/metadata-transactions';
+import { lockForContextTransaction } from '../../database/transaction-lock';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
+import { isSubsetOf } from './scopes';
 
 export interface RefreshGrant {
   familyId: string;
@@ -12,11 +14,15 @@ export interface RefreshGrant {
 }
 
 export type RotationResult =
-  { status: 'rotated'; grant: RefreshGrant; refreshToken: string } | { status: 'rejected'; reason: string };
+  | { status: 'rotated'; grant: RefreshGrant; refreshToken: string }
+  | { status: 'rejected'; reason: string }
+  | { status: 'wider_scope' };
 
 /**
  * Opaque refresh tokens (only SHA-256 hashes are stored), rotated on every use. A token used
  * twice means it leaked: the whole family, the legitimate holder's current token included, is revoked.
+ * A rotation and a revocation of the same family take turns (an advisory lock on the family), so a
+ * revocation also reaches the successor of a rotation that was under way when it came.
  */
 @Injectable()
 export class RefreshTokensService {
@@ -39,8 +45,12 @@ export class RefreshTokensService {
     return token;
   }
 
-  /** Exchanges a refresh token presented by `clientId` for its successor in the same family. */
-  async rotate(token: string, clientId: string): Promise<RotationResult> {
+  /**
+   * Exchanges a refresh token presented by `clientId` for its successor in the same family. With
+   * `narrowTo`, a scope wider than the grant's is refused before the token is used, so the client
+   * keeps it.
+   */
+  async rotate(token: string, clientId: string, narrowTo?: string): Promise<RotationResult> {
     const current = await this.tokens.findByHash(sha256(token));
     if (!current) return { status: 'rejected', reason: 'Unknown refresh token' };
     if (current.clientId !== clientId)
@@ -49,6 +59,7 @@ export class RefreshTokensService {
     if (current.usedAt) return this.reused(current.familyId);
     if (current.expiresAt.getTime() <= Date.now())
       return { status: 'rejected', reason: 'The refresh token has expired' };
+    if (narrowTo !== undefined && !isSubsetOf(narrowTo, current.scope)) return { status: 'wider_scope' };
 
     const grant: RefreshGrant = {
       familyId: current.familyId,
@@ -57,6 +68,7 @@ export class RefreshTokensService {
       scope: current.scope,
     };
     const successor = await this.txHost.withTransaction(async () => {
+      await this.lockFamily(current.familyId);
       // Only one of two concurrent rotations can claim the token; the other is a reuse.
       return (await this.tokens.claim(current.id)) ? this.issue(grant) : null;
     });
@@ -65,7 +77,15 @@ export class RefreshTokensService {
   }
 
   async revokeFamily(familyId: string): Promise<void> {
-    await this.tokens.revokeFamily(familyId);
+    await this.txHost.withTransaction(async () => {
+      // Taken before the UPDATE starts, so its snapshot holds a successor whose rotation was under way.
+      await this.lockFamily(familyId);
+      await this.tokens.revokeFamily(familyId);
+    });
+  }
+
+  private lockFamily(familyId: string): Promise<void> {
+    return lockForContextTransaction(this.txHost, `refresh-family:${familyId}`);
   }
 
   private async reused(familyId: string): Promise<RotationResult> {

@@ -9,7 +9,7 @@ import { PresentedClient, presentedClient } from './client-credentials';
 import { ClientRecord, OAuthClientsService } from './oauth-clients.service';
 import { isWellFormedVerifier, verifierMatchesChallenge } from './pkce';
 import { RefreshTokensService } from './refresh-tokens.service';
-import { isSubsetOf, parseScope } from './scopes';
+import { parseScope } from './scopes';
 import { tokenError } from './token-errors';
 
 /** The successful token response (RFC 6749 §5.1). */
@@ -148,12 +148,12 @@ export class TokenEndpointService {
       if (!parsed.ok) throw tokenError('invalid_scope', `Unknown scope: ${parsed.unknown.join(' ')}`);
       narrowed = parsed.scope;
     }
-    const rotated = await this.refreshTokens.rotate(form.refresh_token, client.clientId);
-    if (rotated.status === 'rejected') throw tokenError('invalid_grant', rotated.reason);
-    const { grant } = rotated;
-    if (narrowed !== undefined && !isSubsetOf(narrowed, grant.scope)) {
+    const rotated = await this.refreshTokens.rotate(form.refresh_token, client.clientId, narrowed);
+    if (rotated.status === 'wider_scope') {
       throw tokenError('invalid_scope', 'A refresh cannot add scopes that were not granted');
     }
+    if (rotated.status === 'rejected') throw tokenError('invalid_grant', rotated.reason);
+    const { grant } = rotated;
     await this.activeDeveloper(grant.developerId);
     return this.respond(grant.developerId, client.clientId, narrowed ?? grant.scope, rotated.refreshToken);
   }
