@@ -62,6 +62,25 @@ describe('waiting for the metadata database at boot', () => {
     expect(clock.sleeps).toEqual([]);
   });
 
+  it('retries what `retryOn` names instead, and nothing else', async () => {
+    const clock = fakeClock();
+    const ended = () => Object.assign(new Error('terminating connection'), { code: '57P01' });
+    const failures = [ended(), ended()];
+    const result = await untilReachable(
+      () => {
+        const failure = failures.shift();
+        return failure ? Promise.reject(failure) : Promise.resolve('recorded');
+      },
+      { waitMs: 60000, retryOn: (err) => (err as { code?: string }).code === '57P01', ...clock },
+    );
+    expect(result).toBe('recorded');
+    expect(clock.sleeps).toEqual([500, 1000]);
+    await expect(
+      untilReachable(() => Promise.reject(refused()), { waitMs: 60000, retryOn: () => false, ...clock }),
+    ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    expect(clock.sleeps).toEqual([500, 1000]);
+  });
+
   it('tries once when the bound is 0', async () => {
     const clock = fakeClock();
     await expect(untilReachable(() => Promise.reject(refused()), { waitMs: 0, ...clock })).rejects.toThrow(

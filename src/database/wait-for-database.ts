@@ -23,6 +23,8 @@ export function isUnreachable(err: unknown): boolean {
 export interface WaitOptions {
   /** How long to keep trying; 0 tries once. */
   waitMs: number;
+  /** Which errors are worth another attempt; `isUnreachable` unless told. */
+  retryOn?: (err: unknown) => boolean;
   onRetry?: (err: unknown, delayMs: number) => void;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
@@ -30,11 +32,12 @@ export interface WaitOptions {
 
 /**
  * Runs `attempt` until it succeeds, retrying (with backoff from 0.5 s to 5 s) only while the server
- * is unreachable and only for `waitMs`; then the last error is thrown.
+ * is unreachable (or `retryOn` says so) and only for `waitMs`; then the last error is thrown.
  */
 export async function untilReachable<T>(attempt: () => Promise<T>, options: WaitOptions): Promise<T> {
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const now = options.now ?? Date.now;
+  const retryOn = options.retryOn ?? isUnreachable;
   const deadline = now() + options.waitMs;
   let delay = 500;
   for (;;) {
@@ -42,7 +45,7 @@ export async function untilReachable<T>(attempt: () => Promise<T>, options: Wait
       return await attempt();
     } catch (err) {
       const left = deadline - now();
-      if (!isUnreachable(err) || left <= 0) throw err;
+      if (!retryOn(err) || left <= 0) throw err;
       const wait = Math.min(delay, left);
       options.onRetry?.(err, wait);
       await sleep(wait);

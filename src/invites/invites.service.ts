@@ -3,12 +3,14 @@ import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { randomToken, sha256 } from '../common/crypto/tokens';
 import { SecretBox } from '../common/crypto/secret-box';
 import { ApiException } from '../common/errors/api-exception';
+import { isDependencyOutage } from '../common/errors/dependency-outage';
 import { ErrorCode } from '../common/errors/error-code';
 import { isUniqueViolation } from '../common/errors/unique-violation';
 import { escapeHtml } from '../common/http/html';
 import { isUuid } from '../common/http/uuid';
 import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { untilReachable } from '../database/wait-for-database';
 import { DeveloperKind } from '../developers/developer.entity';
 import { DeveloperIdentity, DevelopersService } from '../developers/developers.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
@@ -18,11 +20,13 @@ import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
 import { InviteEntity, InviteState } from './invite.entity';
 import { InviteResponse } from './invite.response';
-import { InvitesRepository, OPEN_STATES } from './invites.repository';
+import { InvitesRepository, LeasedInvite, OPEN_STATES } from './invites.repository';
 import { Mailer } from './mailer.service';
 
 /** Longer than the mailer's connection, greeting and socket timeouts together. */
 const EMAIL_LEASE_SECONDS = 120;
+/** How long a sent e-mail's record is retried while the metadata database is away: within the lease. */
+const RECORD_SENT_WAIT_MS = (EMAIL_LEASE_SECONDS - 20) * 1000;
 
 /**
  * Invites: EMAIL_PENDING (created; an e-mail is owed) → EMAIL_SENT (the job delivered it) →
@@ -164,13 +168,31 @@ export class InvitesService implements OnModuleInit {
   /**
    * The invite e-mail job. No transaction is open while SMTP is spoken: the job takes a lease on
    * the invite (one short UPDATE), sends, then records the outcome (another). A duplicated job finds
-   * the lease taken or the e-mail sent and skips; a crash mid-send leaves a lease that runs out,
-   * after which the reconciler's job sends again.
+   * the lease taken or the e-mail sent and skips. Once the message is out, recording it is retried
+   * while the metadata database is away, with the lease kept: only a failed send releases it. A crash
+   * mid-send, or an outage outlasting the lease, leaves a lease that runs out, after which the
+   * reconciler's job sends again (at least once).
    */
   async deliverEmail(inviteId: string): Promise<'sent' | 'skipped'> {
     // The lease and what the message needs, in one statement.
     const invite = await this.invites.leaseEmail(inviteId, EMAIL_LEASE_SECONDS);
     if (!invite) return 'skipped';
+    await this.sendLeased(inviteId, invite);
+    // An invite accepted while its e-mail went out keeps its state.
+    await untilReachable(() => this.invites.recordEmailSent(inviteId), {
+      waitMs: RECORD_SENT_WAIT_MS,
+      retryOn: isDependencyOutage,
+      onRetry: (err, delayMs) =>
+        this.logger.warn(
+          { inviteId, err: err instanceof Error ? err.message : String(err), delayMs },
+          'invite e-mail sent; recording it waits for the metadata database',
+        ),
+    });
+    return 'sent';
+  }
+
+  /** Sends the leased invite's e-mail; a failure is recorded (the lease released) and thrown. */
+  private async sendLeased(inviteId: string, invite: LeasedInvite): Promise<void> {
     try {
       const code = this.secrets.open(invite.code_ciphertext);
       const link = `${this.config.publicUrl}/invites/accept?code=${encodeURIComponent(code)}&proof=${this.emailProof(code)}`;
@@ -183,9 +205,6 @@ export class InvitesService implements OnModuleInit {
         html: `<p>${escapeHtml(invite.sender_email)} invited you to the workspace <strong>${escapeHtml(workspaceName)}</strong>.</p><p><a href="${escapeHtml(link)}">Join ${escapeHtml(workspaceName)}</a></p><p>The invite expires on ${expires}.</p>`,
         messageId: `<invite-${inviteId}@${this.mailHost}>`,
       });
-      // An invite accepted while its e-mail went out keeps its state.
-      await this.invites.recordEmailSent(inviteId);
-      return 'sent';
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       await this.invites.recordEmailFailure(inviteId, `${ErrorCode.EmailSendFailure}: ${message}`.slice(0, 1000));
