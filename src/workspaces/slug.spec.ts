@@ -18,6 +18,9 @@ describe('slugify', () => {
   it('leaves nothing when the name has no ASCII letter or digit', () => {
     expect(slugify('東京')).toBe('');
     expect(slugify('---')).toBe('');
+    expect(slugify('_')).toBe('');
+    expect(slugify('-_-')).toBe('');
+    expect(slugify('東京_')).toBe('');
   });
 
   it('only ever yields URL-path-safe ASCII', () => {
