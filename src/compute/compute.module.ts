@@ -8,7 +8,7 @@ import { ComputeLifecycle } from './compute-lifecycle.service';
 import { ComputeTypesController } from './compute-types.controller';
 import { ComputeUsagePeriodsModule } from './compute-usage-periods.module';
 import { ComputeService } from './compute.service';
-import { JsonBodyOfAnyType } from './json-body-of-any-type.middleware';
+import { JsonBodyOfAnyType } from '../common/http/json-body-of-any-type.middleware';
 
 const INSTANCES = 'workspaces/:workspaceSlug/databases/:databaseName/compute';
 

@@ -1,4 +1,5 @@
-import { Module } from '@nestjs/common';
+import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { JsonBodyOfAnyType } from '../common/http/json-body-of-any-type.middleware';
 import { DatabasesModule } from '../databases/databases.module';
 import { SubscriptionsModule } from '../subscriptions/subscriptions.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
@@ -12,4 +13,12 @@ import { CredentialsService } from './credentials.service';
   providers: [CredentialsRepository, CredentialsService],
   exports: [CredentialsService],
 })
-export class CredentialsModule {}
+export class CredentialsModule implements NestModule {
+  /** The published API declares the rotation body as `*∕*`: it is JSON whatever the Content-Type. */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(JsonBodyOfAnyType).forRoutes({
+      path: 'workspaces/:workspaceSlug/databases/:databaseName/credentials/rotate',
+      method: RequestMethod.POST,
+    });
+  }
+}

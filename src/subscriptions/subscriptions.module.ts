@@ -1,5 +1,5 @@
 import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
-import { JsonBodyOfAnyType } from '../compute/json-body-of-any-type.middleware';
+import { JsonBodyOfAnyType } from '../common/http/json-body-of-any-type.middleware';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { PlanLimits } from './plan-limits.service';
 import { SubscriptionsController } from './subscriptions.controller';

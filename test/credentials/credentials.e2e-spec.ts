@@ -374,6 +374,23 @@ describe('database credentials (real logins on the password-checking data plane)
   });
 
   describe('rotation', () => {
+    it('reads the rotation body as JSON whatever its Content-Type (published as */*)', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      await issue(db);
+      const res = await t.http
+        .post(`${credentialsPath(db)}/rotate`)
+        .set(auth)
+        .set('Content-Type', 'text/plain')
+        .send(JSON.stringify({ delayOldSecretsExpirationHours: 3, reason: 'sent as text' }));
+      expect(res.status).toBe(200);
+      const fresh = res.body as Issued;
+      await expect(queryAs(db.dbHost!, fresh.id, fresh.password, 'SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+      const [rotation] = await t.dataSource.query('SELECT * FROM credential_rotations WHERE new_credential_id = $1', [
+        fresh.id,
+      ]);
+      expect(rotation).toMatchObject({ database_id: db.id, reason: 'sent as text', delay_hours: 3 });
+    });
+
     it('with delay 0: the old password is refused at once, the new one works, and the old data stays readable', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const old = await issue(db);

@@ -37,6 +37,24 @@ describe('workspaces', () => {
     expect(res.body.slug).toBe(`caf-n-${suffix}`);
   });
 
+  it('reads the create body as JSON whatever its Content-Type (published as */*)', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    for (const type of ['text/plain', '*/*']) {
+      const name = `Plain ${unique()}`;
+      const res = await t.http.post('/workspaces').set(auth).set('Content-Type', type).send(JSON.stringify({ name }));
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ name, slug: name.toLowerCase().replace(' ', '-') });
+      expect(await t.dataSource.query('SELECT name FROM workspaces WHERE id = $1', [res.body.id])).toEqual([{ name }]);
+    }
+    const malformed = await t.http
+      .post('/workspaces')
+      .set(auth)
+      .set('Content-Type', 'text/plain')
+      .send('{name')
+      .expect(400);
+    expect(malformed.body).toEqual({ errorCode: 'bad_request', message: 'Malformed JSON body', statusCode: 400 });
+  });
+
   it('answers 409 naming the slug when it is taken, case-insensitively', async () => {
     const { auth } = await createDeveloperWithToken(t.app);
     const other = await createDeveloperWithToken(t.app);
@@ -67,8 +85,11 @@ describe('workspaces', () => {
 
   it('refuses a name with no ASCII letter or digit, and a too long name', async () => {
     const { auth } = await createDeveloperWithToken(t.app);
-    const res = await t.http.post('/workspaces').set(auth).send({ name: '東京' }).expect(400);
-    expect(res.body).toMatchObject({ errorCode: 'bad_request', message: expect.stringContaining('ASCII') });
+    for (const name of ['東京', '_', '-_-', '東京_']) {
+      const res = await t.http.post('/workspaces').set(auth).send({ name }).expect(400);
+      expect(res.body).toMatchObject({ errorCode: 'bad_request', message: expect.stringContaining('ASCII') });
+    }
+    expect(await t.dataSource.query(`SELECT id FROM workspaces WHERE slug = '_'`)).toEqual([]);
     await t.http
       .post('/workspaces')
       .set(auth)

@@ -1,10 +1,11 @@
 import { Injectable, NestMiddleware } from '@nestjs/common';
 import { json, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { AppConfig } from '../config/app-config';
+import { AppConfig } from '../../config/app-config';
 
 /**
- * The published API declares the compute create and update bodies as `*∕*` while their payload is
- * JSON: parse them as JSON whatever Content-Type the client sent (or none). Bodies the global
+ * The published API declares some request bodies as `*∕*` while their payload is JSON (the workspace
+ * create, the credential rotation, the compute create and update, the subscription writes): parse
+ * them as JSON whatever Content-Type the client sent (or none). Each module mounts it on those routes. Bodies the global
  * parsers have read already (application/json, forms) are left as they are; malformed JSON gets
  * the usual 400 bad_request.
  */
