@@ -64,11 +64,15 @@ export class DatabasesService {
    * it a pre-built physical database from that region's warm pool (READY at once). Name clashes are
    * caught by the partial unique index, so concurrent creates of one name yield exactly one
    * database. A region whose servers are all full (or none ACTIVE) answers 503.
+   *
+   * `alongside` runs in the insert's transaction, after the insert: what it writes commits with the
+   * new row or not at all (an instant database's claim link: a database no claim names would never
+   * be claimed nor dropped). Metadata statements only (habit 14).
    */
   async create(
     workspace: WorkspaceEntity,
     dto: CreateDatabaseDto,
-    options: { withinPlan?: boolean } = {},
+    options: { withinPlan?: boolean; alongside?: (created: DatabaseEntity) => Promise<void> } = {},
   ): Promise<DatabaseResponse> {
     const sharded = dto.sharded ?? false;
     const eligible = sharded ? await this.serversOfferingSharding(dto) : undefined;
@@ -102,7 +106,7 @@ export class DatabasesService {
           if (!best || best.free <= 0) throw this.regionFull(dto.region, candidates.length);
           serverId = best.server.id;
         }
-        return this.databases.insert({
+        const inserted = await this.databases.insert({
           id,
           workspaceId: workspace.id,
           name: dto.databaseName,
@@ -112,6 +116,8 @@ export class DatabasesService {
           status: pooled ? DatabaseStatus.Ready : DatabaseStatus.Requested,
           physicalName: pooled ?? physicalDatabaseName(this.config.env.DATA_PLANE_NAME_PREFIX, id),
         });
+        await options.alongside?.(inserted);
+        return inserted;
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw this.nameTaken(dto.databaseName);

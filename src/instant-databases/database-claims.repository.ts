@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { IsNull, LessThanOrEqual, MoreThan, Not, type Repository } from 'typeorm';
+import { MoreThan, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { DatabaseClaimEntity } from './database-claim.entity';
@@ -68,12 +68,25 @@ export class DatabaseClaimsRepository {
       .getOne();
   }
 
-  /** Up to `take` unclaimed claims with a database whose code expired by `now`. */
-  expired(now: Date, take: number): Promise<Pick<DatabaseClaimEntity, 'id' | 'databaseId'>[]> {
-    return this.repo.find({
-      select: { id: true, databaseId: true },
-      where: { claimedAt: IsNull(), databaseId: Not(IsNull()), expiresAt: LessThanOrEqual(now) },
-      take,
-    });
+  /**
+   * Up to `take` unclaimed claims of these databases whose code expired by `now`, the longest expired
+   * first. Found through the unique index on `database_id`, so a pass costs what the databases named
+   * cost, however many claims history holds.
+   */
+  async expiredOf(
+    databaseIds: string[],
+    now: Date,
+    take: number,
+  ): Promise<Pick<DatabaseClaimEntity, 'id' | 'databaseId'>[]> {
+    if (!databaseIds.length) return [];
+    return this.repo
+      .createQueryBuilder('c')
+      .select(['c.id', 'c.databaseId'])
+      .where('c.database_id = ANY(CAST(:databaseIds AS uuid[]))', { databaseIds })
+      .andWhere('c.claimed_at IS NULL AND c.expires_at <= :now', { now })
+      .orderBy('c.expires_at', 'ASC')
+      .addOrderBy('c.id', 'ASC')
+      .limit(take)
+      .getMany();
   }
 }

@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Post, Req } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, Req, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
@@ -10,6 +10,7 @@ import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-acces
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { ClaimDatabaseDto } from './dto/claim-database.dto';
 import { ProvisionDatabaseDto } from './dto/provision-database.dto';
+import { InstantDatabasesOffered } from './instant-databases-offered.guard';
 import { InstantDatabasesService } from './instant-databases.service';
 import { ProvisionedDatabaseResponse } from './provisioned-database.response';
 
@@ -20,6 +21,7 @@ export class InstantDatabasesController {
 
   @Post('databases/provision')
   @Public()
+  @UseGuards(InstantDatabasesOffered)
   @HttpCode(201)
   @ApiOperation({
     operationId: 'provisionDatabaseUnauthenticated',

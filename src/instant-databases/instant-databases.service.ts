@@ -53,20 +53,19 @@ export class InstantDatabasesService implements OnModuleInit {
     this.reconciler.register('instant-databases', () => this.dropExpired());
   }
 
+  /** Whether the operator offers it (INSTANT_DATABASES) is the controller's guard's to check. */
   async provision(region: Region | undefined, clientAddress: string): Promise<ProvisionedDatabaseResponse> {
-    if (!this.config.env.INSTANT_DATABASES) {
-      throw new ApiException(ErrorCode.EntityNotFound, 'No route for POST /databases/provision');
-    }
     const claimCode = randomToken(24);
     const claim = await this.admit(clientAddress, hashCode(claimCode));
     const holder = await this.workspaces.holdingWorkspace();
     const name = `instant_${randomBytes(6).toString('hex')}`;
+    // The claim names its database from the moment the database exists (the link commits with the
+    // row): a database no claim names would be neither claimable nor dropped when the code expires.
     const created = await this.databases.create(
       holder,
       { databaseName: name, region: region ?? CREATABLE_REGIONS[0] },
-      { withinPlan: false },
+      { withinPlan: false, alongside: (database) => this.claims.update(claim.id, { databaseId: database.id }) },
     );
-    await this.claims.update(claim.id, { databaseId: created.id });
     // Without a pooled database at hand, build it now (the job that was enqueued finds it done, or
     // is building it: a run that finds the build under way leaves it to the holder, so wait).
     if (created.status !== DatabaseStatus.Ready && !(await this.buildNow(created.id))) {
@@ -129,10 +128,16 @@ export class InstantDatabasesService implements OnModuleInit {
     }
   }
 
-  /** Drops (queues for finalization now) every unclaimed instant database whose code has expired. */
+  /**
+   * Drops (queues for finalization now) the unclaimed instant databases whose code has expired, up to
+   * 500 a pass, the longest expired first. Only databases still live in the holding workspace are
+   * looked at: claims are kept (they count attempts and record who claimed what), and the codes of
+   * databases dropped earlier would otherwise fill every pass and hide the newly expired ones.
+   */
   async dropExpired(now = new Date()): Promise<number> {
-    const expired = await this.claims.expired(now, 500);
     const holder = await this.workspaces.holdingWorkspace();
+    const held = (await this.databases.idsByWorkspace([holder.id])).get(holder.id) ?? [];
+    const expired = await this.claims.expiredOf(held, now, 500);
     let dropped = 0;
     for (const claim of expired) {
       if (await this.databases.deleteNowIfIn(claim.databaseId!, holder.id)) dropped++;

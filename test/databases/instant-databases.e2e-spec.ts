@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
-import { withSlowRows } from '../support/slow-rows';
+import { WorkspacesService } from '../../src/workspaces/workspaces.service';
+import { withFailingRows, withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
-import { createWorkspace, databaseRow, physicalDatabaseExists, queryAs, unique } from './support';
+import { createWorkspace, databaseRow, physicalDatabaseExists, queryAs, serverIdOf, unique } from './support';
 
 interface Provisioned {
   database: { id: string; name: string; status: string; region: string; dbHost: string; created: string };
@@ -21,6 +22,9 @@ async function queryWith<R extends object>(connectionString: string, sql: string
   const dbHost = `postgres://${url.host}${url.pathname}`;
   return queryAs<R>(dbHost, decodeURIComponent(url.username), decodeURIComponent(url.password), sql);
 }
+
+/** A client address of its own (X-Forwarded-For is trusted from loopback), so a test finds its claims. */
+const ownAddress = () => `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
 
 describe('instant databases without an account', () => {
   let t: TestApp;
@@ -219,6 +223,105 @@ describe('instant databases without an account', () => {
     expect(await physicalDatabaseExists(physical)).toBe(false);
     await expect(queryWith(p.connectionString, 'SELECT 1')).rejects.toThrow();
   });
+
+  it('drops a newly expired unclaimed database however many expired codes whose databases are long gone came before it', async () => {
+    // A thousand codes that expired unclaimed two days ago, their databases dropped since (tombstones),
+    // as passes of the reconciler leave them: more than one pass takes.
+    const holder = await t.app.get(WorkspacesService).holdingWorkspace();
+    const seed = `gone_${unique()}`;
+    try {
+      await t.dataSource.query(
+        `WITH gone AS (
+           INSERT INTO databases (workspace_id, name, region, server_id, status, physical_name,
+                                  deleted, deletion_due_at, finalized, created)
+           SELECT $1, $2 || '_' || i, 'AWS_US_WEST_2', $3, 'READY', $2 || '_' || i,
+                  now() - interval '2 days', now() - interval '2 days', now() - interval '2 days', now() - interval '3 days'
+             FROM generate_series(1, 1000) AS i
+           RETURNING id)
+         INSERT INTO database_claims (database_id, code_hash, client_address, created, expires_at)
+         SELECT id, encode(sha256(convert_to(id::text, 'UTF8')), 'hex'), $2, now() - interval '3 days', now() - interval '2 days'
+           FROM gone`,
+        [holder.id, seed, await serverIdOf(t)],
+      );
+      const p = await provision();
+      await t.dataSource.query(
+        "UPDATE database_claims SET expires_at = now() - interval '1 second' WHERE database_id = $1",
+        [p.database.id],
+      );
+
+      expect(await t.app.get(InstantDatabasesService).dropExpired()).toBeGreaterThanOrEqual(1);
+      const row = await databaseRow(t, p.database.id);
+      expect({ workspace: row.workspace_id, deleted: row.deleted !== null }).toEqual({
+        workspace: holder.id,
+        deleted: true,
+      });
+      expect(new Date(row.deletion_due_at!).getTime()).toBeLessThanOrEqual(Date.now());
+    } finally {
+      await t.dataSource.query('DELETE FROM database_claims WHERE client_address = $1', [seed]);
+      await t.dataSource.query("DELETE FROM databases WHERE workspace_id = $1 AND name LIKE $2 || '%'", [
+        holder.id,
+        seed,
+      ]);
+    }
+  });
+
+  it('leaves no database without its claim when recording the link fails: 500, and the attempt still counts', async () => {
+    const address = ownAddress();
+    const unlinked = () =>
+      t.dataSource.query<{ id: string }[]>(
+        `SELECT d.id FROM databases d JOIN workspaces w ON w.id = d.workspace_id
+          WHERE w.slug = '~unclaimed' AND d.deleted IS NULL
+            AND NOT EXISTS (SELECT 1 FROM database_claims c WHERE c.database_id = d.id)`,
+      );
+    expect(await unlinked()).toEqual([]);
+
+    // Linking the claim to its new database fails, as a metadata error (or a crash) at that point would.
+    const res = await withFailingRows(
+      t.dataSource,
+      {
+        table: 'database_claims',
+        on: 'UPDATE',
+        when: `NEW.client_address = '${address}' AND NEW.database_id IS NOT NULL`,
+      },
+      () => t.http.post('/databases/provision').set('X-Forwarded-For', address).send({}),
+    );
+    expect({ status: res.status, body: res.body as unknown }).toEqual({
+      status: 500,
+      body: { errorCode: 'internal_error', message: 'An unexpected error occurred', statusCode: 500 },
+    });
+    expect(await unlinked()).toEqual([]);
+    expect(
+      await t.dataSource.query('SELECT database_id FROM database_claims WHERE client_address = $1', [address]),
+    ).toEqual([{ database_id: null }]);
+
+    // The next attempt from that address gets its database, linked to its claim.
+    const next = await t.http.post('/databases/provision').set('X-Forwarded-For', address).send({});
+    expect(next.status).toBe(201);
+    const claims = await t.dataSource.query<{ database_id: string | null }[]>(
+      'SELECT database_id FROM database_claims WHERE client_address = $1 ORDER BY created',
+      [address],
+    );
+    expect(claims).toEqual([{ database_id: null }, { database_id: (next.body as Provisioned).database.id }]);
+  });
+
+  it('keeps honouring codes handed out before the operator turned instant databases off', async () => {
+    const p = await provision();
+    const off = await createTestApp({ INSTANT_DATABASES: 'off' });
+    try {
+      const ws = await createWorkspace(off, auth);
+      const bad = await off.http.post(`/workspaces/${ws.slug}/databases/claim`).set(auth).send({ claimCode: 7 });
+      expect({ status: bad.status, errorCode: bad.body.errorCode }).toEqual({ status: 400, errorCode: 'bad_request' });
+      const claimed = await off.http
+        .post(`/workspaces/${ws.slug}/databases/claim`)
+        .set(auth)
+        .send({ claimCode: p.claimCode });
+      expect(claimed.status).toBe(200);
+      expect(claimed.body).toMatchObject({ id: p.database.id, workspace: { id: ws.id, slug: ws.slug } });
+      expect((await databaseRow(t, p.database.id)).workspace_id).toBe(ws.id);
+    } finally {
+      await off.close();
+    }
+  });
 });
 
 describe('instant database abuse limits and the operator switch', () => {
@@ -260,7 +363,7 @@ describe('instant database abuse limits and the operator switch', () => {
       DATABASE_POOL_TARGET: '0',
     });
     try {
-      const address = `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
+      const address = ownAddress();
       // Recording each attempt waits 0.3 s: the others count the address's attempts meanwhile.
       const answers: request.Response[] = await withSlowRows(
         t.dataSource,
@@ -305,6 +408,33 @@ describe('instant database abuse limits and the operator switch', () => {
         message: 'No route for POST /databases/provision',
         statusCode: 404,
       });
+
+      const address = ownAddress();
+      // Whatever the body, the answer is an unknown route's (a path of the same length that no route
+      // serves gets it): nothing tells that the route exists, not even a validation error.
+      const comparable = (r: request.Response) => {
+        const headers: Record<string, unknown> = { ...r.headers };
+        delete headers.date;
+        headers['x-request-id'] = typeof headers['x-request-id']; // one of its own on every answer
+        return headers;
+      };
+      for (const body of [{}, { region: 'AWS_US_WEST_2' }, { region: 'X' }, { foo: 1 }, { region: 'X', foo: 1 }]) {
+        const unknown = await t.http.post('/databasez/provision').send(body);
+        expect({ status: unknown.status, body: unknown.body as unknown }).toEqual({
+          status: 404,
+          body: { errorCode: 'entity_not_found', message: 'No route for POST /databasez/provision', statusCode: 404 },
+        });
+        const hidden = await t.http.post('/databases/provision').set('X-Forwarded-For', address).send(body);
+        expect({ body, status: hidden.status, answer: hidden.body as unknown }).toEqual({
+          body,
+          status: 404,
+          answer: { errorCode: 'entity_not_found', message: 'No route for POST /databases/provision', statusCode: 404 },
+        });
+        expect(comparable(hidden)).toEqual(comparable(unknown));
+      }
+      expect(await t.dataSource.query('SELECT id FROM database_claims WHERE client_address = $1', [address])).toEqual(
+        [],
+      );
     } finally {
       await t.close();
     }

@@ -1,6 +1,6 @@
 import { InvitesService } from '../../src/invites/invites.service';
 import { freePort } from '../support/free-port';
-import { withSlowRows } from '../support/slow-rows';
+import { withRowTrigger, withSlowRows } from '../support/slow-rows';
 import { TestSmtpServer } from '../support/smtp';
 import {
   createDeveloperWithToken,
@@ -242,7 +242,6 @@ describe('invite e-mail whose record meets a lost metadata connection', () => {
   it('sends one message: recording it is retried with the lease kept, not taken as a failed send', async () => {
     const smtp = await TestSmtpServer.start();
     const t = await createTestApp({ SMTP_URL: smtp.url, JOB_BACKOFF_MS: '100' });
-    const trigger = `kill_once_${Date.now().toString(36)}`;
     try {
       const owner = await createDeveloperWithToken(t.app);
       const ws = (
@@ -255,38 +254,34 @@ describe('invite e-mail whose record meets a lost metadata connection', () => {
       const email = uniqueEmail('lost-record');
       // The first write recording this address's e-mail as sent loses its connection (the server
       // ends the session, as a restart or a failover does), after the message went out.
-      await t.dataSource.query(`CREATE SEQUENCE ${trigger}`);
-      await t.dataSource.query(
-        `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
-           BEGIN
-             IF nextval('${trigger}') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); END IF;
-             RETURN NEW;
-           END $$`,
+      await withRowTrigger(
+        t.dataSource,
+        {
+          table: 'invites',
+          on: 'UPDATE',
+          when: `NEW.email = '${email}' AND OLD.email_sent_at IS NULL AND NEW.email_sent_at IS NOT NULL`,
+          statements: 'PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5);',
+          firstOnly: true,
+        },
+        async (hits) => {
+          const invite = (
+            await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201)
+          ).body;
+          const sent = await eventually(async () => {
+            const [row] = await t.dataSource.query(
+              'SELECT state, email_attempts, last_error, email_lease_until FROM invites WHERE id = $1',
+              [invite.id],
+            );
+            return row.state === 'EMAIL_SENT' && row;
+          });
+          expect(sent).toEqual({ state: 'EMAIL_SENT', email_attempts: 1, last_error: null, email_lease_until: null });
+          expect(await hits()).toBe(2); // the lost write, and the retry that recorded it
+        },
       );
-      await t.dataSource.query(
-        `CREATE TRIGGER ${trigger} BEFORE UPDATE ON invites FOR EACH ROW
-           WHEN (NEW.email = '${email}' AND OLD.email_sent_at IS NULL AND NEW.email_sent_at IS NOT NULL)
-           EXECUTE FUNCTION ${trigger}()`,
-      );
-      const invite = (await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201))
-        .body;
-      const sent = await eventually(async () => {
-        const [row] = await t.dataSource.query(
-          'SELECT state, email_attempts, last_error, email_lease_until FROM invites WHERE id = $1',
-          [invite.id],
-        );
-        return row.state === 'EMAIL_SENT' && row;
-      });
-      expect(sent).toEqual({ state: 'EMAIL_SENT', email_attempts: 1, last_error: null, email_lease_until: null });
-      const [{ kills }] = await t.dataSource.query(`SELECT last_value AS kills FROM ${trigger}`);
-      expect(Number(kills)).toBe(2); // the lost write and the retry that recorded it
       await reconcile(t.app);
       await new Promise((r) => setTimeout(r, 1000));
       expect(smtp.messagesTo(email)).toHaveLength(1);
     } finally {
-      await t.dataSource.query(`DROP TRIGGER IF EXISTS ${trigger} ON invites`);
-      await t.dataSource.query(`DROP FUNCTION IF EXISTS ${trigger}()`);
-      await t.dataSource.query(`DROP SEQUENCE IF EXISTS ${trigger}`);
       await t.close();
       await smtp.close();
     }

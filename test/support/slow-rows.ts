@@ -1,13 +1,65 @@
 import { randomBytes } from 'node:crypto';
 
-/** Which row writes wait, and how long. */
-export interface SlowRows {
+type Db = { query(sql: string, params?: unknown[]): Promise<unknown> };
+
+/** Which row writes a trigger acts on. */
+export interface RowWrites {
   table: string;
   on: 'INSERT' | 'UPDATE' | 'DELETE';
-  /** The trigger's WHEN condition on NEW./OLD. columns, so that only the test's own rows wait. */
+  /** The trigger's WHEN condition on NEW./OLD. columns, so that only the test's own rows are touched. */
   when: string;
+}
+
+/** Which row writes wait, and how long. */
+export interface SlowRows extends RowWrites {
   /** How long each matching write waits; 0.3 s unless told. */
   seconds?: number;
+}
+
+/**
+ * Runs `work` while a BEFORE trigger runs `statements` (PL/pgSQL) on every `on` statement on the rows
+ * of `table` matching `when` (only the first such write with `firstOnly`), inside the writing
+ * transaction, before the row is written. `work` gets how many matching writes came so far. The
+ * trigger, its function and its counter are dropped afterwards, whatever happened.
+ */
+export async function withRowTrigger<T>(
+  db: Db,
+  writes: RowWrites & { statements: string; firstOnly?: boolean },
+  work: (hits: () => Promise<number>) => Promise<T>,
+): Promise<T> {
+  const name = `row_trigger_${randomBytes(4).toString('hex')}`;
+  await db.query(`CREATE SEQUENCE ${name}`);
+  try {
+    await db.query(
+      `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+         DECLARE hit bigint := nextval('${name}');
+         BEGIN
+           IF ${writes.firstOnly ? 'hit = 1' : 'true'} THEN ${writes.statements} END IF;
+           IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+           RETURN NEW;
+         END $$`,
+    );
+    try {
+      await db.query(
+        `CREATE TRIGGER ${name} BEFORE ${writes.on} ON ${writes.table} FOR EACH ROW
+           WHEN (${writes.when}) EXECUTE FUNCTION ${name}()`,
+      );
+      try {
+        return await work(async () => {
+          const rows = (await db.query(
+            `SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS hits FROM ${name}`,
+          )) as { hits: string }[];
+          return Number(rows[0].hits);
+        });
+      } finally {
+        await db.query(`DROP TRIGGER ${name} ON ${writes.table}`);
+      }
+    } finally {
+      await db.query(`DROP FUNCTION ${name}()`);
+    }
+  } finally {
+    await db.query(`DROP SEQUENCE ${name}`);
+  }
 }
 
 /**
@@ -15,32 +67,18 @@ export interface SlowRows {
  * inside its transaction, after whatever the code read before it. Requests that do not take turns
  * (on a lock, a row lock, a conditional write) therefore all read the state before any of them
  * writes: the race window is open on every run, not by luck, and only the code's own ordering
- * makes the later ones see the earlier ones' outcome. The trigger and its function are dropped
- * afterwards, whatever happened.
+ * makes the later ones see the earlier ones' outcome.
  */
-export async function withSlowRows<T>(
-  db: { query(sql: string, params?: unknown[]): Promise<unknown> },
-  slow: SlowRows,
-  work: () => Promise<T>,
-): Promise<T> {
+export function withSlowRows<T>(db: Db, slow: SlowRows, work: () => Promise<T>): Promise<T> {
   const seconds = slow.seconds ?? 0.3;
   if (!Number.isFinite(seconds) || seconds < 0) throw new Error(`withSlowRows: bad seconds ${seconds}`);
-  const name = `slow_rows_${randomBytes(4).toString('hex')}`;
-  await db.query(
-    `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN PERFORM pg_sleep(${seconds}); IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END $$`,
-  );
-  try {
-    await db.query(
-      `CREATE TRIGGER ${name} BEFORE ${slow.on} ON ${slow.table} FOR EACH ROW
-         WHEN (${slow.when}) EXECUTE FUNCTION ${name}()`,
-    );
-    try {
-      return await work();
-    } finally {
-      await db.query(`DROP TRIGGER ${name} ON ${slow.table}`);
-    }
-  } finally {
-    await db.query(`DROP FUNCTION ${name}()`);
-  }
+  return withRowTrigger(db, { ...slow, statements: `PERFORM pg_sleep(${seconds});` }, () => work());
+}
+
+/**
+ * Runs `work` while every `on` statement on the rows of `table` matching `when` fails inside its
+ * transaction, as a metadata error at that point would.
+ */
+export function withFailingRows<T>(db: Db, failing: RowWrites, work: () => Promise<T>): Promise<T> {
+  return withRowTrigger(db, { ...failing, statements: `RAISE EXCEPTION 'simulated metadata failure';` }, () => work());
 }
