@@ -55,6 +55,9 @@ export class BillingRater implements OnModuleInit {
    * before another one rated (a slow billing job) can no longer write over it with stale lines.
    */
   async rate(workspaceId: string, month: BillingMonth, now?: Date): Promise<RatedLine[]> {
+    // The workspace holds FREE from its creation whether or not its subscription was ever read: its
+    // row is written first (as the subscription endpoints do), so the rating has it and its allowance.
+    await this.subscriptions.holdFreeFromCreation(workspaceId);
     return this.txHost.withTransaction(async () => {
       await this.lines.lockMonth(workspaceId, month.ym);
       const periods = await this.usage.overlapping(workspaceId, month.start, month.end);
@@ -94,8 +97,9 @@ export class BillingRater implements OnModuleInit {
     for (const workspaceId of workspaceIds) {
       for (const month of [previous, current]) {
         const data = { workspaceId, ym: month.ym };
+        // A job of that id that failed for good is replaced, or the month would never be re-rated.
         if (
-          await this.jobs.dispatch('RateBillingMonth', data, {
+          await this.jobs.redispatch('RateBillingMonth', data, {
             jobId: rateMonthJobId(workspaceId, month.ym),
           })
         )

@@ -3,7 +3,7 @@ import type { Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { overlappingPeriod } from '../database/period-overlap';
 import { lockForContextTransaction } from '../database/transaction-lock';
-import type { SubscriptionLevel } from './subscription-level';
+import { SubscriptionLevel } from './subscription-level';
 import { SubscriptionEntity } from './subscription.entity';
 
 /**
@@ -28,8 +28,16 @@ export class SubscriptionsRepository {
     return this.repo.existsBy({ workspaceId });
   }
 
-  async insert(row: Partial<SubscriptionEntity>): Promise<void> {
-    await this.repo.insert(row);
+  /**
+   * Inserts the FREE row every workspace holds from its creation (`workspaces.created`, read in the
+   * same statement: billing knows a workspace by its id only).
+   */
+  async insertFreeFromCreation(workspaceId: string): Promise<void> {
+    await this.txHost.tx.query(
+      `INSERT INTO subscriptions (workspace_id, level, valid_from, valid_to, changed_by)
+       SELECT id, $2, created, NULL, NULL FROM workspaces WHERE id = $1`,
+      [workspaceId, SubscriptionLevel.Free],
+    );
   }
 
   save(row: Partial<SubscriptionEntity>): Promise<SubscriptionEntity> {

@@ -18,7 +18,8 @@ const NO_ACTIVE = 'No active subscription';
  * "pending" and any new write replaces them.
  *
  * Every workspace holds FREE from its creation until told otherwise: a workspace without any row
- * gets that row the first time its subscription is read or written.
+ * gets that row the first time its subscription is read or written, or its bill is rated
+ * (holdFreeFromCreation), so billing never sees a workspace without the FREE it holds.
  *
  * Writes of one workspace are serialised by a transaction-scoped advisory lock.
  */
@@ -148,25 +149,26 @@ export class SubscriptionsService {
   }
 
   /**
+   * Gives a workspace without any row its FREE row, from the workspace's creation (nothing when it
+   * has rows, even if none is current: a closed subscription stays closed). The row is committed in
+   * a transaction of its own, so it is in place whatever the caller does next (a refused request,
+   * a rating that fails).
+   */
+  async holdFreeFromCreation(workspaceId: string): Promise<void> {
+    if (await this.subscriptions.existsFor(workspaceId)) return;
+    await this.txHost.withNewTransaction(async () => {
+      await this.subscriptions.lockWorkspace(workspaceId);
+      if (await this.subscriptions.existsFor(workspaceId)) return;
+      await this.subscriptions.insertFreeFromCreation(workspaceId);
+    });
+  }
+
+  /**
    * Runs `work` in a transaction holding the workspace's subscription lock (`now` is read once the
-   * lock is held), after giving a workspace without any row its FREE row, from the workspace's
-   * creation. That row is committed in a transaction of its own: a refused request still leaves it
-   * in place.
+   * lock is held), after giving a workspace without any row its FREE row (holdFreeFromCreation).
    */
   private async locked<T>(workspace: WorkspaceEntity, work: (now: Date) => Promise<T>): Promise<T> {
-    if (!(await this.subscriptions.existsFor(workspace.id))) {
-      await this.txHost.withNewTransaction(async () => {
-        await this.subscriptions.lockWorkspace(workspace.id);
-        if (await this.subscriptions.existsFor(workspace.id)) return;
-        await this.subscriptions.insert({
-          workspaceId: workspace.id,
-          level: SubscriptionLevel.Free,
-          validFrom: workspace.created,
-          validTo: null,
-          changedBy: null,
-        });
-      });
-    }
+    await this.holdFreeFromCreation(workspace.id);
     return this.txHost.withTransaction(async () => {
       await this.subscriptions.lockWorkspace(workspace.id);
       return work(new Date());

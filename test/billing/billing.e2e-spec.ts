@@ -1,6 +1,9 @@
+import { rateMonthJobId } from '../../src/billing/billing-jobs';
 import { BillingRater } from '../../src/billing/billing-rater.service';
 import { parseBillingMonth } from '../../src/billing/billing-month';
 import { ComputeUsagePeriods } from '../../src/metrics/compute-usage-periods.service';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { Queues } from '../../src/queues/queue-names';
 import { Auth, createWorkspace } from '../databases/support';
 import { insertPeriod } from '../metrics/usage-periods';
 import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
@@ -176,6 +179,48 @@ describe('billing totals', () => {
     });
   });
 
+  it('takes the FREE allowance off the storage of a workspace whose subscription was never read; reading it later changes nothing', async () => {
+    const ws = await createWorkspace(t, auth);
+    // Made before April 2025; nobody has read or written its subscription since.
+    const created = new Date('2025-01-15T00:00:00Z');
+    await t.dataSource.query('UPDATE workspaces SET created = $1 WHERE id = $2', [created, ws.id]);
+    // 4 GB held for all of April (30 days): 4 GB-months, 0.50 USD; FREE includes 1 GB-month (0.125 USD).
+    const database = '0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5';
+    await t.dataSource.query(
+      `INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
+       VALUES ($1, '2025-04', $2, $3, 2592000)`,
+      [database, ws.id, (4_000_000_000n * 2_592_000n).toString()],
+    );
+    const billed = { ym: '2025-04', totals: { compute: 0, subscription: 0, storage: 0.38, total: 0.38 } };
+    expect(await totals(ws.slug, '2025-04')).toEqual(billed);
+    // The workspace holds FREE from its creation: the row billing rated is the one its subscription shows.
+    const rows = await t.dataSource.query<{ id: string }[]>(
+      'SELECT id, level, valid_from, valid_to FROM subscriptions WHERE workspace_id = $1',
+      [ws.id],
+    );
+    expect(rows).toEqual([{ id: expect.any(String), level: 'FREE', valid_from: created, valid_to: null }]);
+    const free = rows[0].id;
+    const rated = await lines(ws.id, '2025-04');
+    expect(rated.map((l) => [l.component, l.source_id, l.quantity, l.unit_price, l.amount])).toEqual([
+      ['storage', database, '4.000000', '0.125000', '0.500000'],
+      ['storage', `allowance:${free}`, '-1.000000', '0.125000', '-0.125000'],
+      ['subscription', free, '1.000000', '0.000000', '0.000000'],
+    ]);
+
+    const subscription = await t.http.get(`/workspaces/${ws.slug}/subscription`).set(auth).expect(200);
+    expect(subscription.body).toEqual({
+      workspace: ws.slug,
+      level: 'FREE',
+      validFrom: created.toISOString(),
+      subscriptionId: free,
+    });
+    expect(await totals(ws.slug, '2025-04')).toEqual(billed);
+    expect(await lines(ws.id, '2025-04')).toEqual(rated);
+    expect(await t.dataSource.query('SELECT id FROM subscriptions WHERE workspace_id = $1', [ws.id])).toEqual([
+      { id: free },
+    ]);
+  });
+
   it('sums exact lines and rounds the total to cents', async () => {
     const ws = await createWorkspace(t, auth);
     // Three periods of 20 minutes at 0.10 USD/h: 0.033333 each (rounded lines), 0.10 in total.
@@ -219,7 +264,11 @@ describe('billing totals', () => {
     const endedAt = new Date(startedAt.getTime() + 360_000);
     await t.dataSource.query('UPDATE compute_usage_periods SET ended_at = $1 WHERE id = $2', [endedAt, period.id]);
     expect((await totals(ws.slug, ym)).totals.compute).toBe(0.04);
-    expect(await lines(ws.id, ym)).toEqual([{ ...line, quantity: '0.100000', amount: '0.040000' }]);
+    // (The workspace holds FREE from its creation, this month: a line at no cost.)
+    expect(await lines(ws.id, ym)).toEqual([
+      { ...line, quantity: '0.100000', amount: '0.040000' },
+      expect.objectContaining({ component: 'subscription', unit_price: '0.000000', amount: '0.000000' }),
+    ]);
   });
 
   it('counts only the workspace own usage', async () => {
@@ -328,14 +377,67 @@ describe('billing totals', () => {
     await reconcile(t.app);
     const rated = await eventually(async () => {
       const rows = await t.dataSource.query<{ ym: string; source_id: string; amount: string }[]>(
-        'SELECT ym, source_id, amount::text FROM billing_rated_lines WHERE workspace_id = $1 ORDER BY ym',
+        'SELECT ym, source_id, amount::text FROM billing_rated_lines WHERE workspace_id = $1 ORDER BY ym, component',
         [ws.id],
       );
-      return rows.length === 2 ? rows : null;
+      return rows.length === 3 ? rows : null;
     });
+    // The workspace holds FREE from its creation (this month), at no cost.
+    const [free] = await t.dataSource.query<{ id: string }[]>('SELECT id FROM subscriptions WHERE workspace_id = $1', [
+      ws.id,
+    ]);
     expect(rated).toEqual([
       { ym: ymOf(previous), source_id: old.id, amount: '0.200000' },
       { ym: ymOf(now), source_id: running.id, amount: expect.any(String) },
+      { ym: ymOf(now), source_id: free.id, amount: '0.000000' },
     ]);
+  });
+});
+
+describe('billing sweep after a rating job failed for good', () => {
+  it('re-rates the month on the next sweep: the failed job kept under the same id does not swallow it', async () => {
+    // One attempt, so a failure is final at once; no pause between sweeps.
+    const t = await createTestApp({ JOB_ATTEMPTS: '1', BILLING_RATING_INTERVAL_SECONDS: '0' });
+    try {
+      const auth = (await createDeveloperWithToken(t.app)).auth;
+      const ws = await createWorkspace(t, auth);
+      const ym = ymOf(new Date());
+      const monthStart = new Date(`${ym}-01T00:00:00Z`).getTime();
+      const period = await insertPeriod(t, {
+        workspaceId: ws.id,
+        startedAt: new Date(Math.max(Date.now() - 3_600_000, monthStart)),
+        endedAt: new Date(),
+      });
+      const rater = t.app.get(BillingRater);
+      const queue = t.app.get(JobDispatcher).queue(Queues.Billing);
+      const jobId = rateMonthJobId(ws.id, ym);
+      const rate = rater.rate.bind(rater);
+      // This workspace's rating fails (the sweep also rates every other workspace with usage).
+      const spy = jest
+        .spyOn(rater, 'rate')
+        .mockImplementation((workspaceId, month, now) =>
+          workspaceId === ws.id ? Promise.reject(new Error('rating failed')) : rate(workspaceId, month, now),
+        );
+      try {
+        expect(await rater.sweep()).toBeGreaterThanOrEqual(2);
+        await eventually(async () => (await queue.getJob(jobId))?.isFailed());
+      } finally {
+        spy.mockRestore();
+      }
+      const lineSources = () =>
+        t.dataSource.query<{ component: string; source_id: string }[]>(
+          `SELECT component, source_id FROM billing_rated_lines
+            WHERE workspace_id = $1 AND ym = $2 AND component = 'compute'`,
+          [ws.id, ym],
+        );
+      expect(await lineSources()).toEqual([]);
+
+      await rater.sweep();
+      expect(await eventually(async () => ((await lineSources()).length ? lineSources() : null), 10000)).toEqual([
+        { component: 'compute', source_id: period.id },
+      ]);
+    } finally {
+      await t.close();
+    }
   });
 });
