@@ -63,9 +63,10 @@ export class InsightsRepository {
   }
 
   /**
-   * Inserts the samples and adds their storage to each database's month, in one statement: a
-   * sample already recorded (same database and moment) is skipped and adds nothing. Answers how
-   * many samples were inserted.
+   * Inserts the samples and adds their storage to each database's month for the sample's workspace
+   * (the one holding the database when the pass began: after a claim, the claiming one), in one
+   * statement: a sample already recorded (same database and moment) is skipped and adds nothing.
+   * Answers how many samples were inserted.
    */
   async insertSamplesWithStorage(rows: NewSample[], at: Date): Promise<number> {
     if (!rows.length) return 0;
@@ -92,7 +93,7 @@ export class InsightsRepository {
          SELECT database_id, to_char($2::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'), workspace_id,
                 size_bytes::numeric * observed_seconds, observed_seconds
            FROM inserted WHERE size_bytes IS NOT NULL
-         ON CONFLICT (database_id, ym) DO UPDATE
+         ON CONFLICT (database_id, ym, workspace_id) DO UPDATE
             SET byte_seconds = database_storage_usage.byte_seconds + EXCLUDED.byte_seconds,
                 observed_seconds = database_storage_usage.observed_seconds + EXCLUDED.observed_seconds
        )
@@ -164,7 +165,10 @@ export class InsightsRepository {
     );
   }
 
-  /** Each database's byte-seconds in the workspace's month (databases deleted since included). */
+  /**
+   * Each database's byte-seconds in the workspace's month, while the workspace held it (databases
+   * deleted or moved out since included).
+   */
   storageOfMonth(workspaceId: string, ym: string): Promise<{ database_id: string; byte_seconds: string }[]> {
     return this.txHost.tx.query<{ database_id: string; byte_seconds: string }[]>(
       `SELECT database_id, byte_seconds::text FROM database_storage_usage

@@ -1,8 +1,10 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /**
- * Storage held by one database in one month: the sum over its samples of size × seconds the
- * sample stands for. Kept apart from the samples (which are pruned) so any month can be rated.
+ * Storage held by one database in one month for one workspace: the sum over the samples taken while
+ * the workspace held the database of size × seconds the sample stands for (a claimed instant
+ * database has a row for the holding workspace and one for the claiming one). Kept apart from the
+ * samples (which are pruned) so any month can be rated.
  */
 @Entity('database_storage_usage')
 @Index(['workspaceId', 'ym'])
@@ -14,7 +16,8 @@ export class StorageUsageEntity {
   @PrimaryColumn({ type: 'char', length: 7 })
   ym!: string;
 
-  @Column({ name: 'workspace_id', type: 'uuid' })
+  /** The workspace that held the database when the samples were taken. */
+  @PrimaryColumn({ name: 'workspace_id', type: 'uuid' })
   workspaceId!: string;
 
   @Column({ name: 'byte_seconds', type: 'numeric', precision: 38, scale: 0 })

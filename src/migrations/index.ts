@@ -6,6 +6,7 @@ import { InstantDatabases1795449305544 } from './1795449305544-InstantDatabases'
 import { InviteEmailLease1795451181933 } from './1795451181933-InviteEmailLease';
 import { LiveDatabasesIndex1795462487577 } from './1795462487577-LiveDatabasesIndex';
 import { WorkspaceDatabasesVersion1795665981673 } from './1795665981673-WorkspaceDatabasesVersion';
+import { StorageUsageByWorkspace1795707811535 } from './1795707811535-StorageUsageByWorkspace';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -17,4 +18,5 @@ export const MIGRATIONS: (new () => object)[] = [
   InviteEmailLease1795451181933,
   LiveDatabasesIndex1795462487577,
   WorkspaceDatabasesVersion1795665981673,
+  StorageUsageByWorkspace1795707811535,
 ];

@@ -385,3 +385,80 @@ describe('database insights (sampled from the real data plane)', () => {
     }
   }, 60000);
 });
+
+describe('storage of a claimed instant database', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({
+      DATABASE_POOL_TARGET: '0',
+      // A visible price for a database of a few MB held for a minute, and no allowance to hide it.
+      STORAGE_PRICE_PER_GB_MONTH_USD: '100000',
+      FREE_STORAGE_INCLUDED_GB: '0',
+      INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '100',
+      INSTANT_DATABASES_PER_HOUR: '1000',
+    });
+    await t.app.get(JobDispatcher).queue(Queues.Telemetry).pause(true);
+  });
+  afterAll(() => t?.close());
+
+  it('bills the storage sampled after the claim to the claiming workspace; the time before stays with the holding workspace', async () => {
+    const auth = (await createDeveloperWithToken(t.app)).auth;
+    const ws = await createWorkspace(t, auth);
+    const provisioned = await t.http.post('/databases/provision').send({}).expect(201);
+    const { database, claimCode } = provisioned.body as { database: { id: string }; claimCode: string };
+    const [holding] = await t.dataSource.query<{ id: string }[]>("SELECT id FROM workspaces WHERE slug = '~unclaimed'");
+    const sampler = t.app.get(TelemetrySampler);
+    const pass = async (at: Date) => {
+      // What the pass job does: the servers and the databases' workspaces as they are now.
+      const found = (await sampler.serversToSample()).find((s) => s.databases.some((d) => d.id === database.id))!;
+      const only = { ...found, databases: found.databases.filter((d) => d.id === database.id) };
+      expect(await sampler.sampleServer(only, at)).toMatchObject({ sampled: 1 });
+    };
+    // The passes are placed in the previous month, where no background pass (of other apps on this
+    // data plane, which sample the present) can add to them.
+    const now = new Date();
+    const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1);
+    const ym = new Date(monthStart).toISOString().slice(0, 7);
+    const beforeClaim = new Date(monthStart + MINUTE);
+    const afterClaim = new Date(monthStart + 2 * MINUTE);
+
+    await pass(beforeClaim);
+    await t.http.post(`/workspaces/${ws.slug}/databases/claim`).set(auth).send({ claimCode }).expect(200);
+    await pass(afterClaim);
+
+    const samples = await t.dataSource.query<
+      { sampled_at: Date; workspace_id: string; size_bytes: string; observed_seconds: number }[]
+    >(
+      `SELECT sampled_at, workspace_id, size_bytes::text, observed_seconds FROM database_telemetry_samples
+        WHERE database_id = $1 AND sampled_at <= $2 ORDER BY sampled_at`,
+      [database.id, afterClaim],
+    );
+    expect(samples).toEqual([
+      { sampled_at: beforeClaim, workspace_id: holding.id, size_bytes: expect.any(String), observed_seconds: 60 },
+      { sampled_at: afterClaim, workspace_id: ws.id, size_bytes: expect.any(String), observed_seconds: 60 },
+    ]);
+    const byteSeconds = samples.map((s) => (BigInt(s.size_bytes) * BigInt(s.observed_seconds)).toString());
+    expect(
+      await t.dataSource.query(
+        `SELECT workspace_id, byte_seconds::text, observed_seconds::text FROM database_storage_usage
+          WHERE database_id = $1 AND ym = $2 ORDER BY workspace_id = $3`,
+        [database.id, ym, holding.id],
+      ),
+    ).toEqual([
+      { workspace_id: ws.id, byte_seconds: byteSeconds[1], observed_seconds: '60' },
+      { workspace_id: holding.id, byte_seconds: byteSeconds[0], observed_seconds: '60' },
+    ]);
+
+    const res = await t.http.get(`/workspaces/${ws.slug}/billing/${ym}/totals`).set(auth).expect(200);
+    const monthEnd = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+    const expected = (Number(byteSeconds[1]) / 1e9 / ((monthEnd - monthStart) / 1000)) * 100_000;
+    const lines = await t.dataSource.query<{ source_id: string; amount: string }[]>(
+      `SELECT source_id, amount::text FROM billing_rated_lines WHERE workspace_id = $1 AND ym = $2`,
+      [ws.id, ym],
+    );
+    expect(lines).toEqual([{ source_id: database.id, amount: expect.any(String) }]);
+    expect(Number(lines[0].amount)).toBeCloseTo(expected, 5);
+    const storage = Math.round(Number(lines[0].amount) * 100) / 100;
+    expect(res.body).toEqual({ ym, totals: { compute: 0, subscription: 0, storage, total: storage } });
+  }, 60000);
+});
