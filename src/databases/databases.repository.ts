@@ -152,8 +152,12 @@ export class DatabasesRepository {
     );
   }
 
-  async moveToWorkspace(id: string, workspaceId: string): Promise<void> {
-    await this.repo.update({ id }, { workspaceId });
+  /** Moves the row to `toWorkspaceId` while it is live in `fromWorkspaceId`; how many rows changed. */
+  async moveToWorkspaceIfLiveIn(id: string, fromWorkspaceId: string, toWorkspaceId: string): Promise<number> {
+    return (
+      (await this.repo.update({ id, workspaceId: fromWorkspaceId, deleted: IsNull() }, { workspaceId: toWorkspaceId }))
+        .affected ?? 0
+    );
   }
 
   /**

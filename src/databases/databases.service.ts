@@ -236,8 +236,9 @@ export class DatabasesService {
     fromWorkspaceId: string,
     target: WorkspaceEntity,
   ): Promise<DatabaseEntity> {
+    const gone = () => new ApiException(ErrorCode.EntityNotFound, 'The database of this claim code no longer exists');
     const database = await this.databases.findLiveIn(databaseId, fromWorkspaceId);
-    if (!database) throw new ApiException(ErrorCode.EntityNotFound, 'The database of this claim code no longer exists');
+    if (!database) throw gone();
     try {
       await this.databases.lockKeys(planLockKey(target));
       await this.assertRoomInPlan(target);
@@ -253,7 +254,8 @@ export class DatabasesService {
     if (await this.databases.existsLiveNamed(target.id, database.name)) {
       throw new ApiException(ErrorCode.BadRequest, `The workspace already has a database named ${database.name}`);
     }
-    await this.databases.moveToWorkspace(database.id, target.id);
+    // Still live where it was: its code's expiry may have dropped it since it was read.
+    if (!(await this.databases.moveToWorkspaceIfLiveIn(database.id, fromWorkspaceId, target.id))) throw gone();
     database.workspaceId = target.id;
     return database;
   }

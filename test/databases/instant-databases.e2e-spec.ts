@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { Client } from 'pg';
 import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service';
@@ -201,6 +202,65 @@ describe('instant databases without an account', () => {
     expect((await databaseRow(t, p.database.id)).workspace_id).toBe(winner.ws.id);
     const [claim] = await t.dataSource.query('SELECT claimed_by FROM database_claims WHERE id = $1', [claimId]);
     expect(claim).toEqual({ claimed_by: winner.developerId });
+  });
+
+  it('refuses with 404 a claim whose database its code expiring dropped half-way through, leaving that database dropped', async () => {
+    const p = await provision();
+    const ws = await createWorkspace(t, auth);
+    await t.dataSource.query(
+      "UPDATE database_claims SET expires_at = now() + interval '5 seconds' WHERE database_id = $1",
+      [p.database.id],
+    );
+    // The workspace's plan lock, held here: the claim waits for it after reading the database live.
+    const planLock = new Client({ connectionString: process.env.DATABASE_URL });
+    await planLock.connect();
+    try {
+      await planLock.query('BEGIN');
+      await planLock.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`databases:${ws.id}`]);
+      const claim = t.http
+        .post(`/workspaces/${ws.slug}/databases/claim`)
+        .set(auth)
+        .send({ claimCode: p.claimCode })
+        .then((answer) => answer); // sent now
+      await eventually(
+        async () => {
+          const [{ waiting }] = await t.dataSource.query<{ waiting: number }[]>(
+            `SELECT count(*)::int AS waiting FROM pg_stat_activity
+              WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%pg_advisory_xact_lock%'
+                AND pid <> $1`,
+            [(planLock as unknown as { processID: number }).processID],
+          );
+          return waiting === 1;
+        },
+        5000,
+        20,
+      );
+      // Meanwhile the code expires and the reconciler's pass drops the database.
+      expect(
+        await t.app.get(InstantDatabasesService).dropExpired(new Date(Date.now() + 10_000)),
+      ).toBeGreaterThanOrEqual(1);
+      await planLock.query('COMMIT');
+      const res = await claim;
+      expect({ status: res.status, body: res.body as unknown }).toEqual({
+        status: 404,
+        body: {
+          errorCode: 'entity_not_found',
+          message: 'The database of this claim code no longer exists',
+          statusCode: 404,
+        },
+      });
+    } finally {
+      await planLock.end();
+    }
+    const row = await databaseRow(t, p.database.id);
+    expect({ workspace: row.workspace_id === ws.id, deleted: row.deleted !== null }).toEqual({
+      workspace: false,
+      deleted: true,
+    });
+    const [claimRow] = await t.dataSource.query('SELECT claimed_at FROM database_claims WHERE database_id = $1', [
+      p.database.id,
+    ]);
+    expect(claimRow).toEqual({ claimed_at: null });
   });
 
   it('refuses an expired code with 404 and drops the unclaimed database when its code expires', async () => {
