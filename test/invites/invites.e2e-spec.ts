@@ -1,4 +1,5 @@
 import { InvitesService } from '../../src/invites/invites.service';
+import { createWorkspace } from '../databases/support';
 import { freePort } from '../support/free-port';
 import { withRowTrigger, withSlowRows } from '../support/slow-rows';
 import { TestSmtpServer } from '../support/smtp';
@@ -25,16 +26,6 @@ describe('invites', () => {
     await smtp.close();
   });
 
-  async function workspace(auth: Auth): Promise<{ id: string; slug: string; name: string }> {
-    return (
-      await t.http
-        .post('/workspaces')
-        .set(auth)
-        .send({ name: `Team ${Math.random().toString(36).slice(2, 9)}` })
-        .expect(201)
-    ).body;
-  }
-
   /** A programmatic invite (its code in the answer) of `email` to the workspace. */
   async function programmaticInvite(auth: Auth, slug: string, email: string): Promise<{ id: string; code: string }> {
     return (await t.http.post(`/workspaces/${slug}/invites`).set(auth).send({ email, programmatic: true }).expect(201))
@@ -51,7 +42,7 @@ describe('invites', () => {
 
   it('e-mails a working join link; the invitee joins and the state moves PENDING → SENT → VERIFIED', async () => {
     const owner = await createDeveloperWithToken(t.app);
-    const ws = await workspace(owner.auth);
+    const ws = await createWorkspace(t, owner.auth);
     const inviteeEmail = uniqueEmail('invitee');
     const created = await t.http
       .post(`/workspaces/${ws.slug}/invites`)
@@ -103,7 +94,7 @@ describe('invites', () => {
 
   it('returns the code for programmatic invites and refuses acceptance by another address', async () => {
     const owner = await createDeveloperWithToken(t.app);
-    const ws = await workspace(owner.auth);
+    const ws = await createWorkspace(t, owner.auth);
     const email = uniqueEmail('prog');
     const res = await t.http
       .post(`/workspaces/${ws.slug}/invites`)
@@ -120,7 +111,7 @@ describe('invites', () => {
 
   it('refuses to invite a member or an address with a pending invite (409), and a bad address (400)', async () => {
     const owner = await createDeveloperWithToken(t.app);
-    const ws = await workspace(owner.auth);
+    const ws = await createWorkspace(t, owner.auth);
     const member = await t.http
       .post(`/workspaces/${ws.slug}/invites`)
       .set(owner.auth)
@@ -148,7 +139,7 @@ describe('invites', () => {
 
   it('lists invites with an optional state filter, and rejects an unknown state', async () => {
     const owner = await createDeveloperWithToken(t.app);
-    const ws = await workspace(owner.auth);
+    const ws = await createWorkspace(t, owner.auth);
     const a = (
       await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email: uniqueEmail() }).expect(201)
     ).body;
@@ -168,7 +159,7 @@ describe('invites', () => {
 
   it('refuses expired, deleted and unknown codes', async () => {
     const owner = await createDeveloperWithToken(t.app);
-    const ws = await workspace(owner.auth);
+    const ws = await createWorkspace(t, owner.auth);
     const email = uniqueEmail('late');
     const invitee = await createDeveloperWithToken(t.app, { email });
     const expired = await programmaticInvite(owner.auth, ws.slug, email);
@@ -187,7 +178,7 @@ describe('invites', () => {
 
   it('lets a code be accepted once when two acceptances arrive together: one joins, the other is refused', async () => {
     const owner = await createDeveloperWithToken(t.app);
-    const ws = await workspace(owner.auth);
+    const ws = await createWorkspace(t, owner.auth);
     const email = uniqueEmail('twice');
     const invitee = await createDeveloperWithToken(t.app, { email });
     const invite = await programmaticInvite(owner.auth, ws.slug, email);
@@ -222,7 +213,7 @@ describe('invites', () => {
 
   it('never sends a second message for the same invite, however often the job runs', async () => {
     const owner = await createDeveloperWithToken(t.app);
-    const ws = await workspace(owner.auth);
+    const ws = await createWorkspace(t, owner.auth);
     const email = uniqueEmail('once');
     const invite = (await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201))
       .body;
@@ -244,13 +235,7 @@ describe('invite e-mail whose record meets a lost metadata connection', () => {
     const t = await createTestApp({ SMTP_URL: smtp.url, JOB_BACKOFF_MS: '100' });
     try {
       const owner = await createDeveloperWithToken(t.app);
-      const ws = (
-        await t.http
-          .post('/workspaces')
-          .set(owner.auth)
-          .send({ name: `Lost ${Date.now()}` })
-          .expect(201)
-      ).body;
+      const ws = await createWorkspace(t, owner.auth);
       const email = uniqueEmail('lost-record');
       // The first write recording this address's e-mail as sent loses its connection (the server
       // ends the session, as a restart or a failover does), after the message went out.
@@ -295,13 +280,7 @@ describe('invite e-mail from a slow SMTP server', () => {
     const t = await createTestApp({ SMTP_URL: smtp.url });
     try {
       const owner = await createDeveloperWithToken(t.app);
-      const ws = (
-        await t.http
-          .post('/workspaces')
-          .set(owner.auth)
-          .send({ name: `Slow ${Date.now()}` })
-          .expect(201)
-      ).body;
+      const ws = await createWorkspace(t, owner.auth);
       const invite = (
         await t.http
           .post(`/workspaces/${ws.slug}/invites`)
@@ -332,13 +311,7 @@ describe('invite e-mail while the SMTP server is down', () => {
     const t = await createTestApp({ SMTP_URL: smtp.url, JOB_BACKOFF_MS: '300' });
     try {
       const owner = await createDeveloperWithToken(t.app);
-      const ws = (
-        await t.http
-          .post('/workspaces')
-          .set(owner.auth)
-          .send({ name: `Down ${Date.now()}` })
-          .expect(201)
-      ).body;
+      const ws = await createWorkspace(t, owner.auth);
       const email = uniqueEmail('retry');
       const invite = (await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(201))
         .body;
