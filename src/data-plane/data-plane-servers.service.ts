@@ -26,6 +26,13 @@ export interface DataPlaneTarget {
   url: string;
 }
 
+/**
+ * What a module holding rows that name a server (finalized databases kept as tombstones) does to
+ * them when the server is removed: it runs in the removal's transaction, which the context carries,
+ * once nothing lives on the server any more (see DataPlaneServers.remove).
+ */
+export type ServerRelease = (serverId: string) => Promise<void>;
+
 /** How long the directory (states, public hosts) may be reused before it is read again. */
 const DIRECTORY_TTL_MS = 2000;
 const REGISTRATION_LOCK = 'data-plane-servers:register';
@@ -47,6 +54,7 @@ export class DataPlaneServers implements OnModuleInit {
   private readonly targets = new Map<string, DataPlaneTarget>();
   private cached?: { at: number; servers: Promise<DataPlaneServerView[]> };
   private registered?: Promise<void>;
+  private readonly releases = new Map<string, ServerRelease>();
 
   constructor(
     private readonly servers: DataPlaneServersRepository,
@@ -118,6 +126,22 @@ export class DataPlaneServers implements OnModuleInit {
     return target;
   }
 
+  /**
+   * The server's state as the metadata database has it now (in the transaction the context
+   * carries, if any), not the directory's copy: for decisions a stale state would make wrong.
+   */
+  async stateOf(id: string): Promise<DataPlaneServerState | undefined> {
+    return (await this.servers.findById(id))?.state;
+  }
+
+  /**
+   * Registers what a module does to its rows that still name a server being removed (see
+   * ServerRelease); `name` keeps a registration single.
+   */
+  onRemove(name: string, release: ServerRelease): void {
+    this.releases.set(name, release);
+  }
+
   /** The region's servers that take new databases. */
   async activeIn(region: Region, fresh = false): Promise<DataPlaneServerView[]> {
     return (await this.directory(fresh)).filter((s) => s.region === region && s.state === DataPlaneServerState.Active);
@@ -178,7 +202,9 @@ export class DataPlaneServers implements OnModuleInit {
   /**
    * Removes a server, refused while `inUse` (asked with the server row locked, so a placement that
    * chose it has committed first and none can choose it meanwhile) counts anything living on it;
-   * `inUse` runs in this transaction, which the context carries.
+   * `inUse` runs in this transaction, which the context carries. Rows that outlive what lived there
+   * (finalized databases, kept for billing) are let go by their modules (onRemove) in the same
+   * transaction, so the row can go; the foreign keys still refuse it if anything else names it.
    */
   async remove(id: string, inUse: () => Promise<number>): Promise<DataPlaneServerView> {
     const removed = await this.txHost.withTransaction(async () => {
@@ -191,6 +217,7 @@ export class DataPlaneServers implements OnModuleInit {
           `Data-plane server ${id} still holds ${living} database(s); it can be removed once none live on it (drain it and delete them first)`,
         );
       }
+      for (const release of this.releases.values()) await release(id);
       await this.servers.delete(id);
       return row;
     });

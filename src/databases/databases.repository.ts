@@ -289,14 +289,27 @@ export class DatabasesRepository {
 
   /**
    * Attaches rows without a server (`databases` or `pooled_databases`, from before the fleet) to
-   * the first server of their region; how many.
+   * the first server of their region; how many. Finalized databases are left alone: they need no
+   * server, and one let go by a removed server (detachFinalized) never lived on the one chosen here.
    */
   async attachUnplaced(table: 'databases' | 'pooled_databases'): Promise<number> {
     const [, count] = await this.txHost.tx.query<[unknown, number]>(
       `UPDATE ${table} t SET server_id = (
           SELECT s.id FROM data_plane_servers s WHERE s.region = t.region ORDER BY s.created, s.id LIMIT 1)
-        WHERE t.server_id IS NULL
+        WHERE t.server_id IS NULL ${table === 'databases' ? 'AND t.finalized IS NULL' : ''}
           AND EXISTS (SELECT 1 FROM data_plane_servers s WHERE s.region = t.region)`,
+    );
+    return count;
+  }
+
+  /**
+   * Lets the server's finalized databases (tombstones) go of it, in the transaction the context
+   * carries (the server's removal): their rows stay as they are, without a server; how many.
+   */
+  async detachFinalized(serverId: string): Promise<number> {
+    const [, count] = await this.txHost.tx.query<[unknown, number]>(
+      'UPDATE databases SET server_id = NULL WHERE server_id = $1 AND finalized IS NOT NULL',
+      [serverId],
     );
     return count;
   }

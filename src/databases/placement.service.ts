@@ -27,10 +27,17 @@ export class Placement implements OnModuleInit {
 
   /**
    * An install from before the fleet: once its regions' servers are registered from the
-   * environment, every database and warm-pool entry without a server is attached to the first
-   * server of its region (the one server it has always lived on).
+   * environment, every database not finalized and every warm-pool entry without a server is
+   * attached to the first server of its region (the one server it has always lived on; a finalized
+   * database needs none, see DatabasesRepository.attachUnplaced). And a server removed once nothing
+   * lives on it lets go of its finalized databases (tombstones, kept for billing), which would
+   * otherwise hold its row.
    */
   async onModuleInit(): Promise<void> {
+    this.servers.onRemove('databases', async (serverId) => {
+      const detached = await this.databases.detachFinalized(serverId);
+      if (detached) this.logger.log({ serverId, detached }, 'finalized databases let go of their removed server');
+    });
     await this.servers.registerFromEnvironment();
     await this.attachUnplaced();
   }

@@ -38,6 +38,23 @@ export class PooledDatabasesRepository {
     return entry.physicalName;
   }
 
+  /**
+   * Locks the entry for the rest of the context's transaction (refused outside one), unless someone
+   * holds it (a create taking it: see take); the entry, or null when it is held or gone.
+   */
+  lockUnlessTaken(id: string): Promise<PooledDatabaseEntity | null> {
+    return this.txHost
+      .rowLocking(PooledDatabaseEntity, 'p', 'a pooled database row lock')
+      .setOnLocked('skip_locked')
+      .where('p.id = :id', { id })
+      .getOne();
+  }
+
+  /** Makes the entry unready: no create takes it from then on (see take). */
+  async withdraw(id: string): Promise<void> {
+    await this.repo.update({ id }, { ready: false });
+  }
+
   /** The server's entries (only those not ready, with `notReady`), oldest first. */
   listOn(serverId: string, notReady = false): Promise<PooledDatabaseEntity[]> {
     return this.repo.find({ where: notReady ? { serverId, ready: false } : { serverId }, order: { created: 'ASC' } });
@@ -56,8 +73,9 @@ export class PooledDatabasesRepository {
     await this.repo.update({ id, ready: false }, { ready: true, lastError: null });
   }
 
+  /** Records a failed build on the entry, only while it is not ready (another run may have finished it). */
   async recordError(id: string, lastError: string): Promise<void> {
-    await this.repo.update({ id }, { lastError });
+    await this.repo.update({ id, ready: false }, { lastError });
   }
 
   countOn(serverId: string): Promise<number> {

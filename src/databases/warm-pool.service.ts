@@ -49,29 +49,39 @@ export class WarmPool {
     return this.pooled.take(serverId);
   }
 
+  /** Enqueues a refill of the server (after a create took from its pool). */
   async requestRefill(serverId: string): Promise<void> {
     if (this.target <= 0) return;
     await this.jobs.dispatch('RefillDatabasePool', { serverId }, { jobId: refillPoolJobId(serverId) });
   }
 
-  /** Refills every server of the creatable regions (non-ACTIVE ones give their pooled databases back). */
+  /**
+   * Refills every server of the creatable regions (non-ACTIVE ones give their pooled databases
+   * back): the reconciler's pass. A refill whose attempts ran out (its server out of reach for
+   * minutes) stays in the failed set under its id, where it would swallow every later enqueue: it
+   * is replaced (redispatch).
+   */
   async requestRefillEverywhere(): Promise<void> {
+    if (this.target <= 0) return;
     for (const server of await this.servers.directory(true)) {
-      if (CREATABLE_REGIONS.includes(server.region)) await this.requestRefill(server.id);
+      if (!CREATABLE_REGIONS.includes(server.region)) continue;
+      await this.jobs.redispatch('RefillDatabasePool', { serverId: server.id }, { jobId: refillPoolJobId(server.id) });
     }
   }
 
   /**
    * Brings the server's pool up to the target (as far as the server has room): finishes entries a
-   * crash left half-built, then builds new ones. A failed build is cleaned up and recorded on its
-   * row; the job retries. A server that is not ACTIVE has its ready entries dropped instead.
+   * crash left half-built, then builds new ones. A failed build is recorded on its row and left as
+   * it is; the job retries, and the build, being idempotent, finishes it. A server that is not
+   * ACTIVE gives its entries back instead (giveBack).
    *
    * Refills of one server never overlap (Bull may re-run a stalled refill while the first run is
    * still going): the whole refill holds an advisory lock on the data-plane server, so a run never
-   * builds, or cleans up after, an entry another run is working on (and then drops a database that
-   * run has marked ready). A run that finds the lock taken returns at once; the holder fills the
-   * pool. An entry is marked ready only while still not ready, and a failed build records its
-   * failure before it drops the half-made database.
+   * builds an entry another run is working on. A run that finds the lock taken returns at once; the
+   * holder fills the pool. A run can still lose its lock session (the server dropped it) while it
+   * builds, and another run then finish the same entry: so an entry is marked ready only while still
+   * not ready, a failure is recorded only while it is not ready, and a failed build drops nothing
+   * (its database may be one the other run has marked ready meanwhile, even one a create has taken).
    */
   async refill(serverId: string): Promise<void> {
     if (this.target <= 0) return;
@@ -79,10 +89,7 @@ export class WarmPool {
     if (!server) return;
     await this.exclusively(serverId, async () => {
       if (server.state !== DataPlaneServerState.Active) {
-        for (const entry of await this.pooled.listOn(serverId)) {
-          await this.dataPlane.dropDatabase(serverId, entry.physicalName);
-          await this.pooled.delete(entry.id);
-        }
+        await this.giveBack(serverId);
         return;
       }
       for (const entry of await this.pooled.listOn(serverId, true)) {
@@ -134,6 +141,32 @@ export class WarmPool {
   }
 
   /**
+   * Gives back the pooled databases of a server that is not ACTIVE (the directory said so; it may be
+   * a couple of seconds old). Each entry is claimed before its database is dropped, in a short
+   * transaction: its row is locked, skipping one a create holds (that create has taken it, and its
+   * database is the create's), the server's state is read again from the metadata database (a
+   * server made ACTIVE again keeps its pool), and a ready entry is made unready, so no create takes
+   * it once that commits. The database is dropped after the commit (habit 14), then the row is
+   * deleted; a drop that fails leaves the unready entry to the next refill, which gives it back (or
+   * builds it again, should the server be ACTIVE by then).
+   */
+  private async giveBack(serverId: string): Promise<void> {
+    for (const { id } of await this.pooled.listOn(serverId)) {
+      const claim = await this.txHost.withTransaction(async () => {
+        const entry = await this.pooled.lockUnlessTaken(id);
+        if (!entry) return 'taken' as const;
+        if ((await this.servers.stateOf(serverId)) === DataPlaneServerState.Active) return 'active' as const;
+        if (entry.ready) await this.pooled.withdraw(id);
+        return entry;
+      });
+      if (claim === 'active') return;
+      if (claim === 'taken') continue;
+      await this.dataPlane.dropDatabase(serverId, claim.physicalName);
+      await this.pooled.delete(claim.id);
+    }
+  }
+
+  /**
    * Runs `work` holding the server's refill lock, an advisory lock on the data-plane server itself
    * (see DataPlane.exclusively): no metadata connection is held while the server works. A refill
    * that finds the lock taken leaves the work to the run holding it. The metadata statements of
@@ -153,12 +186,13 @@ export class WarmPool {
       const message = err instanceof Error ? err.message : String(err);
       this.logger.error(
         { errorCode: ErrorCode.DbCreationFailure, region: entry.region, pooledId: entry.id, err: message },
-        'warm-pool database could not be built',
+        'warm-pool database could not be built; will retry',
       );
-      // Recorded first: if that fails, the metadata database is out of reach and the entry is left
-      // as it is (a later refill finishes it).
+      // Nothing is dropped: this run may have lost its lock session meanwhile and another run
+      // finished the entry (marked it ready, and a create may have taken it). What is half-made
+      // stays unready, so nobody is handed it; the retry's idempotent build finishes it, and a
+      // server that stops being ACTIVE gives it back (giveBack).
       await this.pooled.recordError(entry.id, message);
-      await this.dataPlane.dropDatabase(entry.serverId!, entry.physicalName).catch(() => undefined);
       throw err;
     }
   }

@@ -1,12 +1,17 @@
 import { Client } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../../src/config/app-config';
+import { DataPlaneServerState } from '../../src/data-plane/data-plane-server.entity';
+import { DataPlaneServers } from '../../src/data-plane/data-plane-servers.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { physicalDatabaseName } from '../../src/data-plane/physical-names';
 import { migrateDatabase } from '../../src/database/data-source-options';
+import { refillPoolJobId } from '../../src/databases/database-jobs';
 import { Placement } from '../../src/databases/placement.service';
 import { PooledDatabaseEntity } from '../../src/databases/pooled-database.entity';
 import { WarmPool } from '../../src/databases/warm-pool.service';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { Queues } from '../../src/queues/queue-names';
 import { withSlowRows } from '../support/slow-rows';
 import {
   createDeveloperWithToken,
@@ -230,5 +235,147 @@ describe('warm pool on a server with one free place', () => {
       await t.dataSource.query('SELECT physical_name FROM pooled_databases WHERE server_id = $1', [server]),
     ).toEqual([]);
     expect(await placement.livingOn(server)).toBe(1);
+  });
+});
+
+describe('warm pool after a refill job failed for good', () => {
+  let t: TestApp & { metadataUrl: string };
+
+  beforeAll(async () => {
+    // One attempt, so a failed refill is final at once.
+    t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '1', JOB_ATTEMPTS: '1' });
+  });
+  afterAll(() => t.close());
+
+  it('is refilled by the next reconcile pass: the failed job kept under the same id does not swallow it', async () => {
+    const server = await serverIdOf(t, 'AWS_US_WEST_2');
+    const pool = t.app.get(WarmPool);
+    const queue = t.app.get(JobDispatcher).queue(Queues.DatabaseLifecycle);
+    // The server is out of reach for as long as the refill's attempts last.
+    const spy = jest.spyOn(pool, 'refill').mockRejectedValue(new Error('data-plane server unreachable'));
+    try {
+      await reconcile(t.app);
+      await eventually(async () => (await queue.getJob(refillPoolJobId(server)))?.isFailed());
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await pool.readyCountOn(server)).toBe(0);
+
+    // The server answers again: the reconciler's pass refills its pool.
+    await reconcile(t.app);
+    await eventually(async () => (await pool.readyCountOn(server)) === 1, 30000);
+  });
+});
+
+describe('warm pool entries another run or a create has taken', () => {
+  let t: TestApp & { metadataUrl: string };
+  let auth: Auth;
+  let server: string;
+  let pool: WarmPool;
+  let dataPlane: DataPlane;
+  const pooledOn = () =>
+    t.dataSource.query<{ id: string; physical_name: string; ready: boolean; last_error: string | null }[]>(
+      'SELECT id, physical_name, ready, last_error FROM pooled_databases WHERE server_id = $1 ORDER BY created, id',
+      [server],
+    );
+
+  beforeAll(async () => {
+    // No workers: the pool is refilled only when the test says so.
+    t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '2', WORKERS: 'off' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    server = await serverIdOf(t, 'AWS_US_WEST_2');
+    pool = t.app.get(WarmPool);
+    dataPlane = t.app.get(DataPlane);
+  });
+  afterAll(() => t.close());
+
+  it('a refill that lost its lock session and then fails a build leaves the entry another run made ready, and its database', async () => {
+    // An entry a crashed refill left half-built.
+    const id = randomUUID();
+    const physical = physicalDatabaseName(t.app.get(AppConfig).env.DATA_PLANE_NAME_PREFIX, id);
+    await t.dataSource
+      .getRepository(PooledDatabaseEntity)
+      .insert({ id, region: 'AWS_US_WEST_2', serverId: server, physicalName: physical, ready: false, lastError: null });
+    let building!: () => void;
+    const started = new Promise<void>((resolve) => (building = resolve));
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => (finish = resolve));
+    // The first run's build of the entry is slow and ends up failing.
+    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementationOnce(async () => {
+      building();
+      await gate;
+      throw new Error('simulated failure of a build whose lock session was lost');
+    });
+    try {
+      const slow = pool.refill(server);
+      slow.catch(() => undefined);
+      await started;
+      // Its lock session is lost (the server dropped it): the server's refill lock is free again.
+      await onDataPlane((c) =>
+        c.query(
+          `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+            WHERE l.locktype = 'advisory' AND l.granted
+              AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended($1, 0)`,
+          [`warm-pool-refill:${server}`],
+        ),
+      );
+      // Another run takes the lock, builds the entry and marks it ready.
+      await pool.refill(server);
+      expect((await pooledOn()).find((p) => p.id === id)).toMatchObject({ ready: true, last_error: null });
+      finish();
+      await expect(slow).rejects.toThrow('simulated failure of a build whose lock session was lost');
+    } finally {
+      finish();
+      spy.mockRestore();
+    }
+    // The late failure neither drops the ready entry's database nor marks the entry failed.
+    expect(await dataPlane.databaseExists(server, physical)).toBe(true);
+    expect(await dataPlane.isDatabaseHardened(server, physical)).toBe(true);
+    expect((await pooledOn()).find((p) => p.id === id)).toMatchObject({ ready: true, last_error: null });
+  });
+
+  it('a server that stops being ACTIVE gives back only the pooled databases no create has taken', async () => {
+    await pool.refill(server);
+    const entries = await pooledOn();
+    expect(entries.map((p) => p.ready)).toEqual([true, true]);
+    const { slug } = await createWorkspace(t, auth);
+    // The create takes a pooled database, then its insert waits 2 s inside its transaction; the
+    // server is drained and its pool given back meanwhile.
+    const [created] = await withSlowRows(
+      t.dataSource,
+      { table: 'databases', on: 'INSERT', when: `NEW.server_id = '${server}'::uuid`, seconds: 2 },
+      () => {
+        const create = t.http
+          .post(`/workspaces/${slug}/databases`)
+          .set(auth)
+          .send({ databaseName: `taken_${unique()}`, region: 'AWS_US_WEST_2' })
+          .then((res) => res);
+        const giveBack = (async () => {
+          await eventually(
+            async () =>
+              (
+                await t.dataSource.query(
+                  "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
+                )
+              ).length > 0,
+            5000,
+            20,
+          );
+          await t.app.get(DataPlaneServers).setState(server, DataPlaneServerState.Draining);
+          await pool.refill(server);
+        })();
+        return Promise.all([create, giveBack]);
+      },
+    );
+    expect(created.status).toBe(201);
+    expect(created.body.status).toBe('READY');
+    const taken = (await databaseRow(t, created.body.id)).physical_name;
+    expect(entries.map((p) => p.physical_name)).toContain(taken);
+    // The create's database is there, hardened; the entry nobody took is given back, row and database.
+    expect(await dataPlane.databaseExists(server, taken)).toBe(true);
+    expect(await dataPlane.isDatabaseHardened(server, taken)).toBe(true);
+    expect(await pooledOn()).toEqual([]);
+    const other = entries.find((p) => p.physical_name !== taken)!;
+    expect(await dataPlane.databaseExists(server, other.physical_name)).toBe(false);
   });
 });

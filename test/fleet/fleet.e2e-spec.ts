@@ -5,6 +5,7 @@ import { CREATABLE_REGIONS } from '../../src/config/regions';
 import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
 import { DatabaseEntity } from '../../src/databases/database.entity';
 import { DatabasesService } from '../../src/databases/databases.service';
+import { Placement } from '../../src/databases/placement.service';
 import { MIGRATIONS } from '../../src/migrations';
 import { WorkspaceEntity } from '../../src/workspaces/workspace.entity';
 import { Auth, createWorkspace, databaseRow, queryAs, serverIdOf, unique, waitForStatus } from '../databases/support';
@@ -383,6 +384,54 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       const body = (await t.http.get('/health/data-plane').expect(200)).body as { servers: { up: boolean }[] };
       return body.servers.every((s) => s.up);
     }, 10000);
+  }, 120000);
+
+  it('server:remove succeeds once the drained server’s databases are deleted and finalized; their tombstones stay, without the server', async () => {
+    expect((await cli(['server:drain', '--id', second])).code).toBe(0);
+    const onSecond = await t.dataSource.query<{ id: string; name: string; physical_name: string }[]>(
+      'SELECT id, name, physical_name FROM databases WHERE server_id = $1 AND deleted IS NULL ORDER BY id',
+      [second],
+    );
+    expect(onSecond.length).toBeGreaterThan(0);
+    for (const db of onSecond) await t.http.delete(path(db.name)).set(auth).expect(200);
+    // Deleted, but not finalized until their grace period has passed: they still live there.
+    const early = await cli(['server:remove', '--id', second]);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toMatch(new RegExp(`still holds ${onSecond.length} database\\(s\\)`));
+
+    const ids = onSecond.map((d) => d.id);
+    const tombstones = () =>
+      t.dataSource.query<Record<string, unknown>[]>('SELECT * FROM databases WHERE id = ANY($1) ORDER BY id', [ids]);
+    await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = ANY($1)", [
+      ids,
+    ]);
+    await eventually(async () => {
+      await reconcile(t.app);
+      return (await tombstones()).every((r) => r.finalized !== null);
+    }, 30000);
+    for (const db of onSecond) expect(await databaseExistsOn(SECOND_URL(), db.physical_name)).toBe(false);
+    const finalized = await tombstones();
+    expect(finalized.map((r) => r.server_id)).toEqual(ids.map(() => second));
+
+    const removed = await cli(['server:remove', '--id', second]);
+    expect({ code: removed.code, stderr: removed.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(removed.json).toMatchObject({ id: second, region: REGION, state: 'DRAINING' });
+    expect(await t.dataSource.query('SELECT id FROM data_plane_servers WHERE id = $1', [second])).toEqual([]);
+    // The tombstones (billing history) are untouched but for the server they no longer live on…
+    expect(await tombstones()).toEqual(finalized.map((r) => ({ ...r, server_id: null })));
+    expect(
+      await t.dataSource.query<{ n: number }[]>(
+        'SELECT count(*)::int AS n FROM credentials WHERE database_id = ANY($1) AND dropped IS NULL',
+        [ids],
+      ),
+    ).toEqual([{ n: 0 }]);
+    // …and a boot does not attach them to another server of the region.
+    await t.app.get(Placement).attachUnplaced();
+    expect((await tombstones()).map((r) => r.server_id)).toEqual(ids.map(() => null));
+
+    const listed = (await cli(['server:list'])).json as unknown as { id: string }[];
+    expect(listed.map((s) => s.id)).toContain(first);
+    expect(listed.map((s) => s.id)).not.toContain(second);
   }, 120000);
 });
 
