@@ -135,15 +135,22 @@ export class CredentialsRepository {
     await this.repo.update({ id }, { expiresAt, expiredByRotationId: rotationId });
   }
 
-  /** Ids of credentials not dropped whose expiry has passed, the most overdue first. */
-  async overdueIds(now: Date, take: number): Promise<string[]> {
-    const rows = await this.repo.find({
-      select: { id: true },
-      where: { dropped: IsNull(), expiresAt: LessThanOrEqual(now) },
-      order: { expiresAt: 'ASC' },
-      take,
-    });
-    return rows.map((r) => r.id);
+  /**
+   * Credentials not dropped whose expiry has passed, with their database's server: at most `take`,
+   * taken from the servers in turn (each server's most overdue, then each server's second, …), so a
+   * backlog on one server (one that does not answer) never keeps another's out of a batch.
+   */
+  overdueInTurnByServer(now: Date, take: number): Promise<{ id: string; serverId: string | null }[]> {
+    return this.txHost.tx.query(
+      `SELECT id, server_id AS "serverId"
+         FROM (SELECT c.id, d.server_id, c.expires_at,
+                      row_number() OVER (PARTITION BY d.server_id ORDER BY c.expires_at, c.id) AS turn
+                 FROM credentials c JOIN databases d ON d.id = c.database_id
+                WHERE c.dropped IS NULL AND c.expires_at <= $1) overdue
+        ORDER BY turn, expires_at, id
+        LIMIT $2`,
+      [now, take],
+    );
   }
 
   /** Credentials not dropped with an expiry still ahead, with their database, the soonest first. */

@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { ErrorCode } from '../common/errors/error-code';
-import { DataPlane } from '../data-plane/data-plane.service';
+import { DataPlane, DataPlaneError } from '../data-plane/data-plane.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import { DatabaseFinalizers } from './database-finalizers';
@@ -30,7 +30,12 @@ export function placementOf(row: DatabaseEntity): DatabasePlacement {
   return { serverId: serverOf(row), physicalName: row.physicalName };
 }
 
-type Outcome = { ok: true } | { ok: false; error: unknown };
+/**
+ * How a run went. `failedBuild`: the build threw; what it half-made is removed, and the failure
+ * recorded, once its turn under the lock has ended (see recordFailedBuild). `row` is the row as the
+ * build read it under the lock.
+ */
+type Outcome = { ok: true } | { ok: false; error: unknown; failedBuild?: { row: DatabaseEntity; attempt: number } };
 
 /**
  * Moves databases through their life on the data plane: REQUESTED -> (build, verify) -> READY,
@@ -58,8 +63,9 @@ export class DatabaseLifecycle implements OnModuleInit {
 
   /**
    * Builds the physical database and hardens it (-> BUILT), then verifies it (-> READY). A failure
-   * removes whatever was half-made, records the error on the row (status unchanged) and throws, so
-   * the job retries with backoff; the sweep re-enqueues it after the attempts run out.
+   * removes whatever was half-made (never what another run has made READY meanwhile: see
+   * removeHalfMade), records the error on the row (status unchanged) and throws, so the job
+   * retries with backoff; the sweep re-enqueues it after the attempts run out.
    *
    * No metadata transaction or row lock is open while the data plane works (habit 14): runs on one
    * database take turns under an advisory lock on its data-plane server (a run that finds it taken
@@ -99,14 +105,19 @@ export class DatabaseLifecycle implements OnModuleInit {
     }
     // A job whose placement is not the row's (never written so): the row decides.
     if (outcome === 'misplaced') return this.provision(databaseId);
-    if (outcome && !outcome.ok) throw outcome.error;
+    if (outcome && !outcome.ok) {
+      const failed = outcome.failedBuild;
+      if (failed) await this.recordFailedBuild(failed.row, failed.attempt, outcome.error);
+      throw outcome.error;
+    }
   }
 
   /**
    * Builds the database (idempotent: a row left BUILT by an earlier version is built again) and
    * records the outcome in one write: READY when the build verified (see
    * DataPlane.buildDatabase), back to REQUESTED with the error otherwise. A crash between the
-   * build and that write leaves the row as it was, and the next run builds again.
+   * build and that write leaves the row as it was, and the next run builds again. A build that
+   * throws is cleaned up and recorded by the caller once this turn has ended (recordFailedBuild).
    */
   private async build(row: DatabaseEntity): Promise<Outcome> {
     const attempt = row.provisionAttempts + 1;
@@ -114,24 +125,7 @@ export class DatabaseLifecycle implements OnModuleInit {
     try {
       hardened = await this.dataPlane.buildDatabase(serverOf(row), row.physicalName, { sharded: row.sharded });
     } catch (error) {
-      await this.dataPlane
-        .dropDatabase(serverOf(row), row.physicalName)
-        .catch((cleanup: unknown) =>
-          this.logger.error({ databaseId: row.id, err: messageOf(cleanup) }, 'could not remove a half-made database'),
-        );
-      await this.databases.recordAttemptFailure(row.id, messageOf(error), attempt);
-      this.logger.error(
-        {
-          errorCode: ErrorCode.DbCreationFailure,
-          databaseId: row.id,
-          region: row.region,
-          serverId: row.serverId,
-          attempt,
-          err: messageOf(error),
-        },
-        'database could not be built; will retry',
-      );
-      return { ok: false, error };
+      return { ok: false, error, failedBuild: { row, attempt } };
     }
     if (hardened) {
       await this.databases.markReady(row.id, attempt);
@@ -144,6 +138,47 @@ export class DatabaseLifecycle implements OnModuleInit {
       'database failed verification; rebuilding',
     );
     return { ok: false, error };
+  }
+
+  /**
+   * After a build threw: removes what it half-made (removeHalfMade), then records the error on the
+   * row, only while the row still has the status the build read (a row another run has made READY
+   * meanwhile keeps no error).
+   */
+  private async recordFailedBuild(row: DatabaseEntity, attempt: number, error: unknown): Promise<void> {
+    await this.removeHalfMade(row);
+    await this.databases.recordAttemptFailure(row.id, messageOf(error), attempt, row.status);
+    this.logger.error(
+      {
+        errorCode: ErrorCode.DbCreationFailure,
+        databaseId: row.id,
+        region: row.region,
+        serverId: row.serverId,
+        attempt,
+        err: messageOf(error),
+      },
+      'database could not be built; will retry',
+    );
+  }
+
+  /**
+   * Drops what a failed build may have half-made, in a turn of its own under the database's lock,
+   * unless the row says another run has made the database READY. The failed build's own turn may
+   * have ended without it knowing (its lock session lost with its connection): another run may then
+   * have built the database, made it READY and issued credentials, and dropping would leave a READY
+   * row with no database. When another run holds the lock now, it is building: its build is
+   * idempotent and finishes what was half-made (or removes it if it fails), so nothing is dropped.
+   */
+  private async removeHalfMade(row: DatabaseEntity): Promise<void> {
+    try {
+      await this.dataPlane.exclusively(serverOf(row), lockKey(row), async () => {
+        const current = await this.databases.readById(row.id);
+        if (current && !current.finalized && current.status === DatabaseStatus.Ready) return;
+        await this.dataPlane.dropDatabase(serverOf(row), row.physicalName);
+      });
+    } catch (cleanup) {
+      this.logger.error({ databaseId: row.id, err: messageOf(cleanup) }, 'could not remove a half-made database');
+    }
   }
 
   /**
@@ -184,17 +219,42 @@ export class DatabaseLifecycle implements OnModuleInit {
     for (const id of await this.databases.unbuiltIds(SWEEP_BATCH)) {
       await this.jobs.redispatch('ProvisionDatabase', { databaseId: id }, { jobId: provisionJobId(id) });
     }
-    for (const id of await this.databases.overdueIds(now, SWEEP_BATCH)) {
+    await this.finalizeOverdue(now);
+    await this.pool.requestRefillEverywhere();
+  }
+
+  /**
+   * Finalizes overdue deletions here and now (they work with Redis away too), the batch taken from
+   * the servers in turn so one server's backlog never crowds out another's. A server that does not
+   * answer costs the pass one wait for it (the connect timeout, or our statement timeouts): its
+   * other deletions are left to the next pass instead of each waiting it out in turn, which held up
+   * every later reconcile task for minutes.
+   */
+  private async finalizeOverdue(now: Date): Promise<void> {
+    const unanswering = new Map<string, number>();
+    for (const { id, serverId } of await this.databases.overdueInTurnByServer(now, SWEEP_BATCH)) {
+      const skipped = serverId ? unanswering.get(serverId) : undefined;
+      if (serverId && skipped !== undefined) {
+        unanswering.set(serverId, skipped + 1);
+        continue;
+      }
       try {
         await this.finalize(id, now);
       } catch (err) {
+        if (serverId && err instanceof DataPlaneError && err.unavailable) unanswering.set(serverId, 0);
         this.logger.error(
-          { errorCode: ErrorCode.DbDeletionFailure, databaseId: id, err: messageOf(err) },
+          { errorCode: ErrorCode.DbDeletionFailure, databaseId: id, serverId, err: messageOf(err) },
           'deletion could not be finalized; will retry',
         );
       }
     }
-    await this.pool.requestRefillEverywhere();
+    for (const [serverId, skipped] of unanswering) {
+      if (skipped === 0) continue;
+      this.logger.warn(
+        { serverId, deletions: skipped },
+        'data-plane server not answering: its other deletions wait for the next pass',
+      );
+    }
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In, IsNull, LessThanOrEqual, Not, type Repository } from 'typeorm';
+import { DataSource, In, IsNull, Not, type Repository } from 'typeorm';
 import { type PreparedRead, readRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
@@ -250,15 +250,22 @@ export class DatabasesRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Ids of deletions due by `now` and not finalized, the most overdue first. */
-  async overdueIds(now: Date, take: number): Promise<string[]> {
-    const rows = await this.repo.find({
-      select: { id: true },
-      where: { deleted: Not(IsNull()), finalized: IsNull(), deletionDueAt: LessThanOrEqual(now) },
-      order: { deletionDueAt: 'ASC' },
-      take,
-    });
-    return rows.map((r) => r.id);
+  /**
+   * Deletions due by `now` and not finalized, with their server: at most `take`, taken from the
+   * servers in turn (each server's most overdue, then each server's second most overdue, …), so a
+   * backlog on one server (one that does not answer) never keeps another's deletions out of a batch.
+   */
+  overdueInTurnByServer(now: Date, take: number): Promise<{ id: string; serverId: string | null }[]> {
+    return this.txHost.tx.query(
+      `SELECT id, server_id AS "serverId"
+         FROM (SELECT id, server_id, deletion_due_at,
+                      row_number() OVER (PARTITION BY server_id ORDER BY deletion_due_at, id) AS turn
+                 FROM databases
+                WHERE deleted IS NOT NULL AND finalized IS NULL AND deletion_due_at <= $1) overdue
+        ORDER BY turn, deletion_due_at, id
+        LIMIT $2`,
+      [now, take],
+    );
   }
 
   /**

@@ -19,6 +19,7 @@ import {
   databaseRow,
   onDataPlane,
   physicalDatabaseExists,
+  queryAs,
   roleExists,
   runDatabases,
   unique,
@@ -778,6 +779,58 @@ describe('database lifecycle jobs', () => {
     // The late outcome finds the row moved on: READY stays, no error recorded.
     expect(await databaseRow(t, db.id)).toMatchObject({ status: 'READY', last_error: null });
     expect(await dataPlane.isDatabaseHardened(serverId!, physical)).toBe(true);
+  });
+
+  it('keeps a READY database, its physical database and its credentials when a build that lost its lock session meanwhile throws late', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { server_id: serverId, physical_name: physical } = await databaseRow(t, db.id);
+    // Built again (as an earlier version could leave it), so a run takes it up.
+    await t.dataSource.query(`UPDATE databases SET status = 'BUILT' WHERE id = $1`, [db.id]);
+    const dataPlane = t.app.get(DataPlane);
+    const lifecycle = t.app.get(DatabaseLifecycle);
+    let building!: () => void;
+    const started = new Promise<void>((resolve) => (building = resolve));
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => (finish = resolve));
+    // The first run's build is slow and ends with an error (as a statement timeout would).
+    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementationOnce(async () => {
+      building();
+      await gate;
+      throw new Error('canceling statement due to statement timeout');
+    });
+    let credential!: { id: string; password: string };
+    try {
+      const slow = lifecycle.provision(db.id);
+      slow.catch(() => undefined);
+      await started;
+      // Its lock session is lost (the server dropped it): the database's lock is free again.
+      await onDataPlane((c) =>
+        c.query(
+          `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+            WHERE l.locktype = 'advisory' AND l.granted
+              AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended($1, 0)`,
+          [`database:${physical}`],
+        ),
+      );
+      // Another run takes the lock, builds and verifies it; a credential is issued on it.
+      await lifecycle.provision(db.id);
+      expect(await databaseRow(t, db.id)).toMatchObject({ status: 'READY', last_error: null });
+      credential = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
+        .body as { id: string; password: string };
+      finish();
+      await expect(slow).rejects.toThrow('canceling statement due to statement timeout');
+    } finally {
+      finish();
+      spy.mockRestore();
+    }
+    // The late failure drops nothing another run completed, and records no error on it.
+    expect(await physicalDatabaseExists(physical)).toBe(true);
+    expect(await roleExists(credential.id)).toBe(true);
+    expect(await dataPlane.isDatabaseHardened(serverId!, physical)).toBe(true);
+    expect(await databaseRow(t, db.id)).toMatchObject({ status: 'READY', last_error: null });
+    await expect(queryAs(db.dbHost!, credential.id, credential.password, 'SELECT 1 AS one')).resolves.toEqual([
+      { one: 1 },
+    ]);
   });
 
   it('runs a provisioning job twice harmlessly', async () => {
