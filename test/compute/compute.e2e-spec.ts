@@ -1,7 +1,7 @@
 import { ComputeLifecycle } from '../../src/compute/compute-lifecycle.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
-import { withSlowRows } from '../support/slow-rows';
+import { untilAsleep, withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, eventually, reconcile, TestApp } from '../support/test-app';
 import {
   Auth,
@@ -462,17 +462,7 @@ describe('dedicated compute', () => {
             .delete(computePath(db, ready.instanceId))
             .set(auth)
             .then((res) => res);
-          await eventually(
-            async () => {
-              const [{ sleeping }] = await t.dataSource.query(
-                `SELECT count(*)::int AS sleeping FROM pg_stat_activity
-              WHERE datname = current_database() AND wait_event = 'PgSleep' AND query ILIKE 'UPDATE "compute_instances"%'`,
-              );
-              return sleeping > 0 || null;
-            },
-            5000,
-            20,
-          );
+          await untilAsleep(t.dataSource, 'UPDATE "compute_instances"');
           const resized = await t.http
             .put(computePath(db, ready.instanceId))
             .set(auth)

@@ -17,6 +17,8 @@ import {
   createReadyDatabase,
   createWorkspace,
   databaseRow,
+  gateNextCall,
+  loseLockSession,
   onDataPlane,
   physicalDatabaseExists,
   queryAs,
@@ -744,37 +746,22 @@ describe('database lifecycle jobs', () => {
     await t.dataSource.query(`UPDATE databases SET status = 'BUILT' WHERE id = $1`, [db.id]);
     const dataPlane = t.app.get(DataPlane);
     const lifecycle = t.app.get(DatabaseLifecycle);
-    let building!: () => void;
-    const started = new Promise<void>((resolve) => (building = resolve));
-    let finish!: () => void;
-    const gate = new Promise<void>((resolve) => (finish = resolve));
     // The first run's build is slow and ends up unverified.
-    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementationOnce(async () => {
-      building();
-      await gate;
-      return false;
-    });
+    const build = gateNextCall(dataPlane, 'buildDatabase', () => false);
     try {
       const slow = lifecycle.provision(db.id);
       slow.catch(() => undefined);
-      await started;
+      await build.started;
       // Its lock session is lost (the server dropped it): the database's lock is free again.
-      await onDataPlane((c) =>
-        c.query(
-          `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-            WHERE l.locktype = 'advisory' AND l.granted
-              AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended($1, 0)`,
-          [`database:${physical}`],
-        ),
-      );
+      await loseLockSession(`database:${physical}`);
       // Another run takes the lock, builds and verifies it.
       await lifecycle.provision(db.id);
       expect(await databaseRow(t, db.id)).toMatchObject({ status: 'READY', last_error: null });
-      finish();
+      build.release();
       await expect(slow).rejects.toThrow('the built database failed verification');
     } finally {
-      finish();
-      spy.mockRestore();
+      build.release();
+      build.restore();
     }
     // The late outcome finds the row moved on: READY stays, no error recorded.
     expect(await databaseRow(t, db.id)).toMatchObject({ status: 'READY', last_error: null });
@@ -788,40 +775,27 @@ describe('database lifecycle jobs', () => {
     await t.dataSource.query(`UPDATE databases SET status = 'BUILT' WHERE id = $1`, [db.id]);
     const dataPlane = t.app.get(DataPlane);
     const lifecycle = t.app.get(DatabaseLifecycle);
-    let building!: () => void;
-    const started = new Promise<void>((resolve) => (building = resolve));
-    let finish!: () => void;
-    const gate = new Promise<void>((resolve) => (finish = resolve));
     // The first run's build is slow and ends with an error (as a statement timeout would).
-    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementationOnce(async () => {
-      building();
-      await gate;
+    const build = gateNextCall(dataPlane, 'buildDatabase', () => {
       throw new Error('canceling statement due to statement timeout');
     });
     let credential!: { id: string; password: string };
     try {
       const slow = lifecycle.provision(db.id);
       slow.catch(() => undefined);
-      await started;
+      await build.started;
       // Its lock session is lost (the server dropped it): the database's lock is free again.
-      await onDataPlane((c) =>
-        c.query(
-          `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-            WHERE l.locktype = 'advisory' AND l.granted
-              AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended($1, 0)`,
-          [`database:${physical}`],
-        ),
-      );
+      await loseLockSession(`database:${physical}`);
       // Another run takes the lock, builds and verifies it; a credential is issued on it.
       await lifecycle.provision(db.id);
       expect(await databaseRow(t, db.id)).toMatchObject({ status: 'READY', last_error: null });
       credential = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
         .body as { id: string; password: string };
-      finish();
+      build.release();
       await expect(slow).rejects.toThrow('canceling statement due to statement timeout');
     } finally {
-      finish();
-      spy.mockRestore();
+      build.release();
+      build.restore();
     }
     // The late failure drops nothing another run completed, and records no error on it.
     expect(await physicalDatabaseExists(physical)).toBe(true);

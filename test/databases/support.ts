@@ -97,6 +97,42 @@ export async function onDataPlane<T>(work: (db: Client) => Promise<T>, database 
   }
 }
 
+/**
+ * Ends the data-plane session holding the advisory lock named `key` (DataPlane.exclusively's): a
+ * lock session the server dropped, as a restart of it or a network cut does, while its run goes on.
+ */
+export async function loseLockSession(key: string): Promise<void> {
+  await onDataPlane((db) =>
+    db.query(
+      `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+        WHERE l.locktype = 'advisory' AND l.granted
+          AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended($1, 0)`,
+      [key],
+    ),
+  );
+}
+
+/**
+ * Holds the next call of `target[method]` until `release()`, then ends it with `end` (its answer or
+ * a throw); `started` resolves once the call is under way. `restore()` puts the method back.
+ */
+export function gateNextCall<T extends object, K extends keyof T>(
+  target: T,
+  method: K,
+  end: () => unknown,
+): { started: Promise<void>; release: () => void; restore: () => void } {
+  let called!: () => void;
+  const started = new Promise<void>((resolve) => (called = resolve));
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const spy = jest.spyOn(target, method as never).mockImplementationOnce((async () => {
+    called();
+    await gate;
+    return end();
+  }) as never);
+  return { started, release, restore: () => spy.mockRestore() };
+}
+
 export function physicalDatabaseExists(physical: string): Promise<boolean> {
   return onDataPlane(async (db) => {
     const res = await db.query('SELECT 1 FROM pg_database WHERE datname = $1', [physical]);

@@ -12,7 +12,7 @@ import { PooledDatabaseEntity } from '../../src/databases/pooled-database.entity
 import { WarmPool } from '../../src/databases/warm-pool.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
-import { withSlowRows } from '../support/slow-rows';
+import { untilAsleep, withSlowRows } from '../support/slow-rows';
 import {
   createDeveloperWithToken,
   createIsolatedTestApp,
@@ -21,7 +21,17 @@ import {
   reconcile,
   TestApp,
 } from '../support/test-app';
-import { Auth, createWorkspace, databaseRow, onDataPlane, serverIdOf, unique, waitForStatus } from './support';
+import {
+  Auth,
+  createWorkspace,
+  databaseRow,
+  gateNextCall,
+  loseLockSession,
+  onDataPlane,
+  serverIdOf,
+  unique,
+  waitForStatus,
+} from './support';
 
 /**
  * The pool is shared by everything using one metadata database, so this spec runs on a metadata
@@ -214,16 +224,7 @@ describe('warm pool on a server with one free place', () => {
           .send({ databaseName: `last_${unique()}`, region: 'AWS_US_WEST_2' })
           .then((res) => res);
         const refill = (async () => {
-          await eventually(
-            async () =>
-              (
-                await t.dataSource.query(
-                  "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
-                )
-              ).length > 0,
-            5000,
-            20,
-          );
+          await untilAsleep(t.dataSource);
           await t.app.get(WarmPool).refill(server);
         })();
         return Promise.all([create, refill]);
@@ -296,37 +297,24 @@ describe('warm pool entries another run or a create has taken', () => {
     await t.dataSource
       .getRepository(PooledDatabaseEntity)
       .insert({ id, region: 'AWS_US_WEST_2', serverId: server, physicalName: physical, ready: false, lastError: null });
-    let building!: () => void;
-    const started = new Promise<void>((resolve) => (building = resolve));
-    let finish!: () => void;
-    const gate = new Promise<void>((resolve) => (finish = resolve));
     // The first run's build of the entry is slow and ends up failing.
-    const spy = jest.spyOn(dataPlane, 'buildDatabase').mockImplementationOnce(async () => {
-      building();
-      await gate;
+    const build = gateNextCall(dataPlane, 'buildDatabase', () => {
       throw new Error('simulated failure of a build whose lock session was lost');
     });
     try {
       const slow = pool.refill(server);
       slow.catch(() => undefined);
-      await started;
+      await build.started;
       // Its lock session is lost (the server dropped it): the server's refill lock is free again.
-      await onDataPlane((c) =>
-        c.query(
-          `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-            WHERE l.locktype = 'advisory' AND l.granted
-              AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended($1, 0)`,
-          [`warm-pool-refill:${server}`],
-        ),
-      );
+      await loseLockSession(`warm-pool-refill:${server}`);
       // Another run takes the lock, builds the entry and marks it ready.
       await pool.refill(server);
       expect((await pooledOn()).find((p) => p.id === id)).toMatchObject({ ready: true, last_error: null });
-      finish();
+      build.release();
       await expect(slow).rejects.toThrow('simulated failure of a build whose lock session was lost');
     } finally {
-      finish();
-      spy.mockRestore();
+      build.release();
+      build.restore();
     }
     // The late failure neither drops the ready entry's database nor marks the entry failed.
     expect(await dataPlane.databaseExists(server, physical)).toBe(true);
@@ -351,16 +339,7 @@ describe('warm pool entries another run or a create has taken', () => {
           .send({ databaseName: `taken_${unique()}`, region: 'AWS_US_WEST_2' })
           .then((res) => res);
         const giveBack = (async () => {
-          await eventually(
-            async () =>
-              (
-                await t.dataSource.query(
-                  "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
-                )
-              ).length > 0,
-            5000,
-            20,
-          );
+          await untilAsleep(t.dataSource);
           await t.app.get(DataPlaneServers).setState(server, DataPlaneServerState.Draining);
           await pool.refill(server);
         })();

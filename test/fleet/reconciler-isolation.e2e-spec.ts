@@ -1,4 +1,3 @@
-import { connect, createServer, Server, Socket } from 'node:net';
 import { Client } from 'pg';
 import { DataPlaneServerState } from '../../src/data-plane/data-plane-server.entity';
 import { DataPlaneServers } from '../../src/data-plane/data-plane-servers.service';
@@ -14,7 +13,7 @@ import {
   serverIdOf,
   unique,
 } from '../databases/support';
-import { freePort } from '../support/free-port';
+import { TcpRelay } from '../support/tcp-relay';
 import { createDeveloperWithToken, createIsolatedTestApp, reconcile, TestApp } from '../support/test-app';
 
 const REGION = 'AWS_US_WEST_2';
@@ -30,79 +29,6 @@ const SECOND_URL = () => {
   if (!url) throw new Error('TEST_SECOND_DATA_PLANE_URL is not set: run the tests with `npm test`');
   return url;
 };
-
-/**
- * The second data-plane cluster behind a TCP relay that can stall: every connection through it is
- * cut, and new ones are accepted but never answered (a server that hangs, or a network that drops
- * packets), so each login waits out the connect timeout; then it relays again.
- */
-class StallableLink {
-  private server?: Server;
-  private stalled = false;
-  private readonly relayed = new Set<Socket>();
-  private readonly held = new Set<Socket>();
-
-  constructor(
-    private readonly port: number,
-    private readonly target: URL,
-  ) {}
-
-  /** The admin URL of the cluster, through the relay. */
-  get url(): string {
-    const url = new URL(this.target);
-    url.host = `127.0.0.1:${this.port}`;
-    return url.toString();
-  }
-
-  async up(): Promise<void> {
-    const server = createServer((client) => {
-      client.on('error', () => client.destroy());
-      if (this.stalled) {
-        this.held.add(client);
-        client.on('close', () => this.held.delete(client));
-        return;
-      }
-      const upstream = connect(Number(this.target.port || 5432), this.target.hostname);
-      for (const [socket, other] of [
-        [client, upstream],
-        [upstream, client],
-      ]) {
-        this.relayed.add(socket);
-        socket.on('error', () => socket.destroy());
-        socket.on('close', () => {
-          this.relayed.delete(socket);
-          other.destroy();
-        });
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', resolve);
-    });
-    this.server = server;
-  }
-
-  async stall(): Promise<void> {
-    this.stalled = true;
-    for (const socket of this.relayed) socket.destroy();
-    // Let the pools notice their connections are gone.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-
-  resume(): void {
-    this.stalled = false;
-    for (const socket of this.held) socket.destroy();
-  }
-
-  async down(): Promise<void> {
-    this.resume();
-    for (const socket of this.relayed) socket.destroy();
-    const server = this.server;
-    this.server = undefined;
-    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-  }
-}
 
 async function onSecondServer<T>(work: (db: Client) => Promise<T>): Promise<T> {
   const db = new Client({ connectionString: SECOND_URL() });
@@ -134,7 +60,8 @@ async function timedPass(t: TestApp, limitMs: number): Promise<number | null> {
 
 describe('the reconciler while one data-plane server of the fleet does not answer', () => {
   let t: TestApp & { metadataUrl: string };
-  let link: StallableLink;
+  /** The second data-plane cluster behind a relay that can stall. */
+  let link: TcpRelay;
   let auth: Auth;
   let workspace: { id: string; slug: string };
   let first: string;
@@ -142,7 +69,8 @@ describe('the reconciler while one data-plane server of the fleet does not answe
   const path = (name = '') => `/workspaces/${workspace.slug}/databases${name ? `/${name}` : ''}`;
 
   beforeAll(async () => {
-    link = new StallableLink(await freePort(), new URL(SECOND_URL()));
+    const second = new URL(SECOND_URL());
+    link = await TcpRelay.to({ host: second.hostname, port: Number(second.port || 5432) });
     await link.up();
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
@@ -152,7 +80,9 @@ describe('the reconciler while one data-plane server of the fleet does not answe
     auth = (await createDeveloperWithToken(t.app)).auth;
     workspace = await createWorkspace(t, auth);
     first = await serverIdOf(t, REGION);
-    stalled = (await t.app.get(DataPlaneServers).add({ region: REGION, url: link.url, maxDatabases: 1000 })).id;
+    stalled = (
+      await t.app.get(DataPlaneServers).add({ region: REGION, url: link.through(SECOND_URL()), maxDatabases: 1000 })
+    ).id;
   }, 120000);
   afterAll(async () => {
     await t?.close();

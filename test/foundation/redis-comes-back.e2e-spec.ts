@@ -1,7 +1,6 @@
-import { connect, createServer, Server, Socket } from 'node:net';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { createWorkspace } from '../databases/support';
-import { freePort } from '../support/free-port';
+import { TcpRelay } from '../support/tcp-relay';
 import { TestSmtpServer } from '../support/smtp';
 import {
   createDeveloperWithToken,
@@ -14,65 +13,26 @@ import {
   uniqueEmail,
 } from '../support/test-app';
 
-/**
- * The run's Redis behind a TCP relay that can go down (every connection cut, nothing accepted) and
- * come back on the same address, as a Redis restart or a network cut looks to the service.
- */
-class RedisLink {
-  private server?: Server;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(private readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  async up(): Promise<void> {
-    const server = createServer((client) => {
-      const redis = connect(6379, '127.0.0.1');
-      for (const [socket, other] of [
-        [client, redis],
-        [redis, client],
-      ]) {
-        this.sockets.add(socket);
-        socket.on('error', () => socket.destroy());
-        socket.on('close', () => {
-          this.sockets.delete(socket);
-          other.destroy();
-        });
-      }
-      client.pipe(redis).pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', resolve);
-    });
-    this.server = server;
-  }
-
-  async down(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-  }
-}
-
 describe('Redis goes away while the service runs, and comes back', () => {
-  let link: RedisLink;
+  // The run's Redis behind a relay that can go down and come back on the same address, as a Redis
+  // restart or a network cut looks to the service.
+  let link: TcpRelay;
   let smtp: TestSmtpServer;
   let metadataUrl: string;
   let t: TestApp | undefined;
 
   beforeEach(async () => {
-    link = new RedisLink(await freePort());
+    link = await TcpRelay.to({ host: '127.0.0.1', port: 6379 });
     await link.up();
     smtp = await TestSmtpServer.start();
     // A metadata database of this spec's own: on the run's shared one, another spec's reconciler
     // could send this spec's pending invites while its Redis is away.
     metadataUrl = await createIsolatedMetadataDatabase();
-    t = await createTestApp({ DATABASE_URL: metadataUrl, REDIS_URL: link.url, SMTP_URL: smtp.url });
+    t = await createTestApp({
+      DATABASE_URL: metadataUrl,
+      REDIS_URL: link.through('redis://127.0.0.1:6379'),
+      SMTP_URL: smtp.url,
+    });
   });
 
   afterEach(async () => {

@@ -2,8 +2,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { sign } from 'jsonwebtoken';
 import { AccessTokens } from '../../src/auth/access-tokens';
 import { AppConfig } from '../../src/config/app-config';
-import { withSlowRows } from '../support/slow-rows';
-import { createTestApp, eventually, TestApp } from '../support/test-app';
+import { untilAsleep, withSlowRows } from '../support/slow-rows';
+import { createTestApp, TestApp } from '../support/test-app';
 import {
   authorizationRequest,
   createApiDeveloper,
@@ -174,17 +174,7 @@ describe('refresh tokens, client credentials and /developers/me', () => {
         { table: 'oauth_refresh_tokens', on: 'INSERT', when: `NEW.family_id = '${familyId}'::uuid`, seconds: 0.5 },
         async () => {
           const rotation = refresh(second.body.refresh_token).then((answer) => answer); // sent now
-          await eventually(
-            async () => {
-              const [{ sleeping }] = await t.dataSource.query<{ sleeping: number }[]>(
-                `SELECT count(*)::int AS sleeping FROM pg_stat_activity
-                  WHERE wait_event = 'PgSleep' AND query LIKE 'INSERT INTO "oauth_refresh_tokens"%'`,
-              );
-              return sleeping === 1;
-            },
-            5000,
-            20,
-          );
+          await untilAsleep(t.dataSource, 'INSERT INTO "oauth_refresh_tokens"');
           return Promise.all([rotation, refresh(first.refresh_token)]);
         },
       );

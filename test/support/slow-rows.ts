@@ -82,3 +82,21 @@ export function withSlowRows<T>(db: Db, slow: SlowRows, work: () => Promise<T>):
 export function withFailingRows<T>(db: Db, failing: RowWrites, work: () => Promise<T>): Promise<T> {
   return withRowTrigger(db, { ...failing, statements: `RAISE EXCEPTION 'simulated metadata failure';` }, () => work());
 }
+
+/**
+ * Waits until a write on this database is asleep in a slow-rows trigger (its statement starting
+ * with `statement`, when given): the race window is open. Fails after 5 s.
+ */
+export async function untilAsleep(db: Db, statement = ''): Promise<void> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const rows = (await db.query(
+      `SELECT 1 FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event = 'PgSleep' AND starts_with(query, $1)`,
+      [statement],
+    )) as unknown[];
+    if (rows.length) return;
+    if (Date.now() > deadline) throw new Error(`no write asleep in a slow-rows trigger (${statement || 'any'}) in 5 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
