@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createTestApp, TestApp } from '../support/test-app';
 import {
   authorizationRequest,
@@ -64,6 +65,27 @@ describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
     expectThrottled(await submitLogin(t.http, params, human.email, human.password));
     // Showing the form is not an attempt.
     await t.http.get('/authorize').query(params).expect(200);
+  });
+
+  it('counts login attempts whatever Authorization header comes with them: it authenticates nothing there', async () => {
+    const { params } = authorizationRequest('nilecli', 'http://localhost:5000/callback');
+    const address = '198.51.100.23'; // an address of this test's own (X-Forwarded-For is trusted from loopback)
+    const attempt = (password: string) =>
+      submitLogin(t.http, params, human.email, password)
+        .set('X-Forwarded-For', address)
+        .set('Authorization', `Basic ${Buffer.from(`${randomUUID()}:x`).toString('base64')}`);
+    for (let i = 0; i < LIMIT; i++) expect((await attempt(`wrong-${i}`)).status).toBe(401);
+    expectThrottled(await attempt(human.password));
+  });
+
+  it('counts an IPv6 client by its /64 network, which one host can fill with addresses', async () => {
+    const { params } = authorizationRequest('nilecli', 'http://localhost:5000/callback');
+    const from = (address: string, password: string) =>
+      submitLogin(t.http, params, human.email, password).set('X-Forwarded-For', address);
+    for (let i = 0; i < LIMIT; i++) expect((await from(`2001:db8:7:9::${i + 1}`, `wrong-${i}`)).status).toBe(401);
+    expectThrottled(await from('2001:db8:7:9:ffff::1', human.password));
+    // Another /64 has a budget of its own.
+    expect((await from('2001:db8:7:a::1', human.password)).status).toBe(302);
   });
 });
 

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { AppConfig } from '../../config/app-config';
 import { DevelopersModule } from '../../developers/developers.module';
-import { AuthAttemptsGuard } from './auth-attempts.guard';
+import { AuthAttemptsGuard, TokenAttemptsGuard } from './auth-attempts.guard';
 import { AuthorizationCodesRepository } from './authorization-codes.repository';
 import { AuthorizationCodesService } from './authorization-codes.service';
 import { AuthorizationRequestsService } from './authorization-requests.service';
@@ -41,6 +41,7 @@ import { WellKnownController } from './well-known.controller';
     RefreshTokensService,
     TokenEndpointService,
     AuthAttemptsGuard,
+    TokenAttemptsGuard,
   ],
   exports: [OAuthClientsService],
 })

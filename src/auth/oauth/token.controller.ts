@@ -12,7 +12,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../public.decorator';
-import { AuthAttemptsGuard } from './auth-attempts.guard';
+import { TokenAttemptsGuard } from './auth-attempts.guard';
 import { TokenRequestDto } from './dto/token-request.dto';
 import { TokenEndpointService } from './token-endpoint.service';
 import { tokenError } from './token-errors';
@@ -27,7 +27,7 @@ export class TokenController {
 
   @Post('token')
   @HttpCode(200)
-  @UseGuards(AuthAttemptsGuard)
+  @UseGuards(TokenAttemptsGuard)
   @ApiOperation({
     operationId: 'getToken',
     summary: 'Exchange an authorization code, a refresh token or client credentials for tokens',
