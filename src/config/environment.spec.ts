@@ -89,11 +89,18 @@ describe('environment validation of values that would fail later', () => {
     );
   });
 
-  it('names a JWT_PRIVATE_KEY that is not an RSA private key', () => {
+  it('names a JWT_PRIVATE_KEY that is not an RSA private key of 2048 bits or more', () => {
     const garbage = problemsOf({ JWT_PRIVATE_KEY: 'x'.repeat(120) });
     expect(garbage.map((p) => p.split(':')[0])).toEqual(['JWT_PRIVATE_KEY']);
     const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' });
     expect(problemsOf({ JWT_PRIVATE_KEY: ec.toString() }).map((p) => p.split(':')[0])).toEqual(['JWT_PRIVATE_KEY']);
+    const small = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({
+      type: 'pkcs8',
+      format: 'pem',
+    });
+    expect(problemsOf({ JWT_PRIVATE_KEY: small.toString() })).toEqual([
+      'JWT_PRIVATE_KEY: must be an RSA key of 2048 bits or more (RS256), not 1024',
+    ]);
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' });
     expect(problemsOf({ JWT_PRIVATE_KEY: rsa.toString() })).toEqual([]);
     // A PEM passed on one line with literal \n, as some orchestrators do.

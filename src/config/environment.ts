@@ -442,11 +442,16 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
   return env;
 }
 
-/** The PEM (literal `\\n` allowed, as some orchestrators pass it) must be an RSA private key: tokens are RS256. */
+/**
+ * The PEM (literal `\\n` allowed, as some orchestrators pass it) must be an RSA private key of 2048
+ * bits or more: tokens are RS256, and the signing library refuses smaller RSA keys at every signature.
+ */
 function jwtPrivateKeyProblem(pem: string): string | null {
   try {
     const key = createPrivateKey(pem.replace(/\\n/g, '\n'));
-    return key.asymmetricKeyType === 'rsa' ? null : `must be an RSA private key (RS256), not ${key.asymmetricKeyType}`;
+    if (key.asymmetricKeyType !== 'rsa') return `must be an RSA private key (RS256), not ${key.asymmetricKeyType}`;
+    const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+    return bits >= 2048 ? null : `must be an RSA key of 2048 bits or more (RS256), not ${bits}`;
   } catch {
     return 'is not a readable private key in PEM format';
   }
