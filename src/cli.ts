@@ -255,7 +255,7 @@ function fail(message: string, usageLine?: string): number {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  const command = name ? COMMANDS[name] : undefined;
+  const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) {
     process.stderr.write(`${name ? `error: Unknown command ${name}\n` : ''}${usage()}\n`);
     return 1;

@@ -167,6 +167,8 @@ describe('operator CLI (dist/src/cli.js)', () => {
     const cases: [string[], RegExp][] = [
       [[], /Usage/],
       [['no:such-command'], /Unknown command no:such-command/],
+      [['__proto__'], /Unknown command __proto__\nUsage/],
+      [['constructor'], /Unknown command constructor\nUsage/],
       [['developer:create', '--email', uniqueEmail()], /--password is required/],
       [['developer:create', '--email', 'not-an-email', '--password', 'long enough'], /not a valid e-mail/],
       [['developer:create', '--email', uniqueEmail(), '--password', 'short'], /password of 8/],
@@ -186,5 +188,5 @@ describe('operator CLI (dist/src/cli.js)', () => {
       expect({ args, code, json }).toEqual({ args, code: 1, json: undefined });
       expect(stderr).toMatch(message);
     });
-  }, 120_000); // fourteen CLI processes at once
+  }, 120_000); // sixteen CLI processes at once
 });
