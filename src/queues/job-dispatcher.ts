@@ -13,6 +13,14 @@ export interface DispatchOptions {
   delayMs?: number;
 }
 
+/**
+ * A job whose attempts ran out stays in its queue's failed set for inspection (the dashboard, the
+ * metrics' `failed` count) for a week, at most the last 1,000 a queue: without a bound, every outage
+ * left its jobs there for good (many job ids are used once). The reconciler re-enqueues what is still
+ * owed either way (redispatch).
+ */
+export const FAILED_JOBS_KEPT = { age: 7 * 24 * 3600, count: 1000 };
+
 const ENQUEUE_TIMEOUT_MS = 2000;
 
 /**
@@ -74,7 +82,7 @@ export class JobDispatcher implements OnModuleInit {
       attempts: this.config.env.JOB_ATTEMPTS,
       backoff: { type: 'exponential', delay: this.config.env.JOB_BACKOFF_MS },
       removeOnComplete: true,
-      removeOnFail: false,
+      removeOnFail: FAILED_JOBS_KEPT,
     });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {

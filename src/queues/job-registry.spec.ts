@@ -37,7 +37,12 @@ describe('job registry', () => {
         'BullQueue_compute-lifecycle',
         'provision',
         { instanceId: 'i1' },
-        expect.objectContaining({ jobId: 'compute-provision:i1', attempts: 3, removeOnFail: false }),
+        expect.objectContaining({
+          jobId: 'compute-provision:i1',
+          attempts: 3,
+          removeOnComplete: true,
+          removeOnFail: { age: 604800, count: 1000 },
+        }),
       ],
     ]);
   });

@@ -421,6 +421,8 @@ describe('billing sweep after a rating job failed for good', () => {
       try {
         expect(await rater.sweep()).toBeGreaterThanOrEqual(2);
         await eventually(async () => (await queue.getJob(jobId))?.isFailed());
+        // Kept for inspection a week at most, the last 1,000 of its queue at most.
+        expect((await queue.getJob(jobId))!.opts.removeOnFail).toEqual({ age: 604800, count: 1000 });
       } finally {
         spy.mockRestore();
       }
