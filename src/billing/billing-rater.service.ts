@@ -16,7 +16,8 @@ import { RatedLine, rateMonth } from './rating';
  * Keeps `billing_rated_lines` equal to the rating of the sources (compute usage periods,
  * subscription rows, storage held per database and month): idempotent, each run upserts the month's lines in place and deletes lines
  * whose source no longer falls in the month. Runs when totals are read and, for the current and
- * previous month of every workspace with activity, from a periodic sweep through the `billing` queue.
+ * previous month of every workspace with something to bill, from a periodic sweep through the
+ * `billing` queue.
  */
 @Injectable()
 export class BillingRater implements OnModuleInit {
@@ -79,8 +80,11 @@ export class BillingRater implements OnModuleInit {
   }
 
   /**
-   * Enqueues the re-rating of the current and previous month of every workspace with usage or a
-   * subscription in them, at most once per BILLING_RATING_INTERVAL_SECONDS.
+   * Enqueues the re-rating of the current and previous month of every workspace with something to
+   * bill in them (compute usage, storage, a paid level), at most once per
+   * BILLING_RATING_INTERVAL_SECONDS. A workspace on FREE with no usage is left out: its lines cost
+   * nothing, and it is rated when its totals are read; every workspace holds FREE from its creation,
+   * so counting those would re-rate every workspace ever made, every interval.
    */
   async sweep(now = new Date()): Promise<number> {
     const intervalMs = this.config.env.BILLING_RATING_INTERVAL_SECONDS * 1000;
@@ -90,7 +94,7 @@ export class BillingRater implements OnModuleInit {
     const previous = previousBillingMonth(current);
     const workspaceIds = new Set([
       ...(await this.usage.workspacesWithUsage(previous.start, current.end)),
-      ...(await this.subscriptions.workspacesWithSubscriptions(previous.start, current.end)),
+      ...(await this.subscriptions.workspacesPayingIn(previous.start, current.end)),
       ...(await this.storage.workspacesWithStorage([previous.ym, current.ym])),
     ]);
     let enqueued = 0;

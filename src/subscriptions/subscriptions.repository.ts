@@ -93,9 +93,12 @@ export class SubscriptionsRepository {
       .getMany();
   }
 
-  /** Ids of the workspaces with a row overlapping `[from, to)`. */
-  async workspacesOverlapping(from: Date, to: Date): Promise<string[]> {
-    const query = this.repo.createQueryBuilder('s').select('DISTINCT s.workspace_id', 'workspace_id');
+  /** Ids of the workspaces with a row of a paid level (not FREE) overlapping `[from, to)`. */
+  async workspacesPayingIn(from: Date, to: Date): Promise<string[]> {
+    const query = this.repo
+      .createQueryBuilder('s')
+      .select('DISTINCT s.workspace_id', 'workspace_id')
+      .where('s.level <> :free', { free: SubscriptionLevel.Free });
     const rows = await overlappingPeriod(query, 's.valid_from', 's.valid_to', from, to).getRawMany<{
       workspace_id: string;
     }>();

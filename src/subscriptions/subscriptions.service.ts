@@ -143,9 +143,9 @@ export class SubscriptionsService {
     return this.subscriptions.overlapping(workspaceId, from, to);
   }
 
-  /** Ids of the workspaces with a row overlapping `[from, to)`. */
-  workspacesWithSubscriptions(from: Date, to: Date): Promise<string[]> {
-    return this.subscriptions.workspacesOverlapping(from, to);
+  /** Ids of the workspaces holding a paid level (not FREE) at some time in `[from, to)`. */
+  workspacesPayingIn(from: Date, to: Date): Promise<string[]> {
+    return this.subscriptions.workspacesPayingIn(from, to);
   }
 
   /**

@@ -394,6 +394,51 @@ describe('billing totals', () => {
   });
 });
 
+describe('the periodic billing sweep', () => {
+  let t: TestApp;
+  let auth: Auth;
+  beforeAll(async () => {
+    t = await createTestApp({ BILLING_RATING_INTERVAL_SECONDS: '0' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  it('re-rates workspaces with something to bill (usage, a paid level) and leaves idle FREE ones to their next read', async () => {
+    const ym = ymOf(new Date());
+    const ratedMonths = (workspaceId: string) =>
+      t.dataSource.query<{ ym: string }[]>(
+        'SELECT DISTINCT ym FROM billing_rated_lines WHERE workspace_id = $1 ORDER BY ym',
+        [workspaceId],
+      );
+    // Idle on FREE (its FREE row written by reading its subscription), on PRO, and with compute usage.
+    const idle = await createWorkspace(t, auth);
+    await t.http.get(`/workspaces/${idle.slug}/subscription`).set(auth).expect(200);
+    const paying = await createWorkspace(t, auth);
+    await t.http.put(`/workspaces/${paying.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(200);
+    const busy = await createWorkspace(t, auth);
+    const monthStart = new Date(`${ym}-01T00:00:00Z`).getTime();
+    await insertPeriod(t, {
+      workspaceId: busy.id,
+      startedAt: new Date(Math.max(Date.now() - 3_600_000, monthStart)),
+      endedAt: new Date(),
+    });
+
+    expect(await t.app.get(BillingRater).sweep()).toBeGreaterThanOrEqual(4);
+    // Every job the sweep enqueued has run.
+    const queue = t.app.get(JobDispatcher).queue(Queues.Billing);
+    await eventually(async () => {
+      const counts = await queue.getJobCounts();
+      return counts.waiting + counts.active + counts.delayed === 0;
+    }, 10000);
+    for (const ws of [paying, busy]) expect(await ratedMonths(ws.id)).toContainEqual({ ym });
+    expect(await ratedMonths(idle.id)).toEqual([]);
+    // Read, its month is rated then.
+    const read = await t.http.get(`/workspaces/${idle.slug}/billing/${ym}/totals`).set(auth).expect(200);
+    expect(read.body).toEqual({ ym, totals: { compute: 0, subscription: 0, storage: 0, total: 0 } });
+    expect(await ratedMonths(idle.id)).toEqual([{ ym }]);
+  });
+});
+
 describe('billing sweep after a rating job failed for good', () => {
   it('re-rates the month on the next sweep: the failed job kept under the same id does not swallow it', async () => {
     // One attempt, so a failure is final at once; no pause between sweeps.
