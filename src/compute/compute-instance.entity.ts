@@ -27,6 +27,10 @@ export enum ComputeInstanceStatus {
  */
 @Entity('compute_instances')
 @Index(['databaseId', 'created'])
+// The reconciler's sweep: instances not in their desired state (unsettled), least recently updated first.
+@Index('IDX_compute_instances_unsettled', ['updated'], {
+  where: `"terminated" IS NULL AND ("deleted" IS NOT NULL OR "status" <> 'READY' OR "instance_type_id" IS DISTINCT FROM "desired_instance_type_id")`,
+})
 export class ComputeInstanceEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

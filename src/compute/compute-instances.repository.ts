@@ -96,15 +96,18 @@ export class ComputeInstancesRepository {
     return others.map((r) => Number(r.connection_limit));
   }
 
-  /** Up to `take` instances not in their desired state (not terminated), the least recently updated first. */
+  /**
+   * Up to `take` instances not in their desired state (not terminated), the least recently updated
+   * first. The condition is IDX_compute_instances_unsettled's, its status a literal so that any plan
+   * (a generic one included) can read that index: the settled and terminated instances are not read.
+   */
   unsettled(take: number): Promise<ComputeInstanceEntity[]> {
     return this.repo
       .createQueryBuilder('i')
       .select(['i.id', 'i.deleted', 'i.instanceTypeId', 'i.desiredInstanceTypeId'])
       .where('i.terminated IS NULL')
       .andWhere(
-        '(i.deleted IS NOT NULL OR i.status <> :ready OR i.instance_type_id IS DISTINCT FROM i.desired_instance_type_id)',
-        { ready: ComputeInstanceStatus.Ready },
+        `(i.deleted IS NOT NULL OR i.status <> '${ComputeInstanceStatus.Ready}' OR i.instance_type_id IS DISTINCT FROM i.desired_instance_type_id)`,
       )
       .orderBy('i.updated', 'ASC')
       .limit(take)

@@ -44,6 +44,16 @@ describe('environment validation', () => {
     expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['PORT', 'REDIS_URL', 'WORKERS']);
   });
 
+  it('keeps expired OAuth grants 7 days by default, and at least one day (a replayed code must still revoke)', () => {
+    expect(validateEnvironment({}).OAUTH_EXPIRED_RETENTION_DAYS).toBe(7);
+    expect(validateEnvironment({ OAUTH_EXPIRED_RETENTION_DAYS: '1' }).OAUTH_EXPIRED_RETENTION_DAYS).toBe(1);
+    for (const bad of ['0', '-1', '1.5', 'week', '3651']) {
+      expect(problemsOf({ OAUTH_EXPIRED_RETENTION_DAYS: bad }).map((p) => p.split(':')[0])).toEqual([
+        'OAUTH_EXPIRED_RETENTION_DAYS',
+      ]);
+    }
+  });
+
   it('takes the OAuth issuer from PUBLIC_URL when JWT_ISSUER is not set', () => {
     expect(validateEnvironment({ PUBLIC_URL: 'http://127.0.0.1:3900' }).JWT_ISSUER).toBe('http://127.0.0.1:3900');
     expect(validateEnvironment({ PUBLIC_URL: 'https://cp.example/' }).JWT_ISSUER).toBe('https://cp.example');

@@ -246,6 +246,17 @@ export class EnvironmentVariables {
   @Max(600)
   AUTHORIZATION_CODE_TTL_SECONDS = 300;
 
+  /**
+   * Days a refresh token or authorization code is kept after it expired, then deleted by the
+   * reconciler. Until then a replay of a used one still revokes its family; after, it is refused
+   * as unknown. At least a day, so a replayed code (which lives minutes) still revokes what it granted.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  OAUTH_EXPIRED_RETENTION_DAYS = 7;
+
   /** Enables the queue dashboard at /admin/queues (HTTP basic auth, user `operator`). */
   @IsOptional()
   @IsString()

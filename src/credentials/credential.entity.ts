@@ -8,6 +8,13 @@ import { CredentialRotationEntity } from './credential-rotation.entity';
  */
 @Entity('credentials')
 @Index(['databaseId', 'created'])
+// The expiry sweep's read (due expiries, and the waiting ones it schedules): only credentials with an
+// expiry still to carry out, not the dropped ones, which keep theirs for good.
+@Index('IDX_credentials_expiry_due', ['expiresAt'], { where: '"dropped" IS NULL AND "expires_at" IS NOT NULL' })
+// Creates still pending (intent written, outcome not yet recorded): the sweep gives up stuck ones.
+@Index('IDX_credentials_pending_by_created', ['created'], {
+  where: '"pending" AND "dropped" IS NULL AND "expires_at" IS NULL',
+})
 export class CredentialEntity {
   @PrimaryColumn({ type: 'uuid' })
   id!: string;
@@ -40,7 +47,6 @@ export class CredentialEntity {
   @Column({ name: 'created_by', type: 'uuid', nullable: true })
   createdBy!: string | null;
 
-  @Index()
   @Column({ name: 'expires_at', type: 'timestamptz', nullable: true })
   expiresAt!: Date | null;
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { In, IsNull, LessThanOrEqual, MoreThan, Not, type Repository } from 'typeorm';
+import { In, IsNull, MoreThan, Not, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { CredentialRotationEntity } from './credential-rotation.entity';
 import { CredentialEntity } from './credential.entity';
@@ -94,12 +94,18 @@ export class CredentialsRepository {
     await this.repo.update({ id, pending: true, dropped: IsNull(), expiresAt: IsNull() }, { expiresAt: at });
   }
 
-  /** Gives up, as of `now`, every create still pending since before `createdBefore`. */
+  /**
+   * Gives up, as of `now`, every create still pending since before `createdBefore`. The condition is
+   * written out (no parameter in it) so that it implies IDX_credentials_pending_by_created's in any
+   * plan, a generic one included: only the pending rows are read.
+   */
   async abandonPendingCreatedBefore(createdBefore: Date, now: Date): Promise<void> {
-    await this.repo.update(
-      { pending: true, dropped: IsNull(), expiresAt: IsNull(), created: LessThanOrEqual(createdBefore) },
-      { expiresAt: now },
-    );
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ expiresAt: now })
+      .where('pending AND dropped IS NULL AND expires_at IS NULL AND created <= :createdBefore', { createdBefore })
+      .execute();
   }
 
   /** Confirms a pending credential (in the context's transaction); how many rows changed. */
@@ -139,13 +145,18 @@ export class CredentialsRepository {
    * Credentials not dropped whose expiry has passed, with their database's server: at most `take`,
    * taken from the servers in turn (each server's most overdue, then each server's second, …), so a
    * backlog on one server (one that does not answer) never keeps another's out of a batch.
+   * The due credentials come from IDX_credentials_expiry_due and each one's server from its
+   * database's primary key: the planner, which cannot tell how few of the credentials not dropped
+   * are due (it takes the two conditions as independent), would otherwise hash every row of
+   * `databases`, tombstones included, at every pass; a LATERAL with a LIMIT is not turned into a join.
    */
   overdueInTurnByServer(now: Date, take: number): Promise<{ id: string; serverId: string | null }[]> {
     return this.txHost.tx.query(
       `SELECT id, server_id AS "serverId"
          FROM (SELECT c.id, d.server_id, c.expires_at,
                       row_number() OVER (PARTITION BY d.server_id ORDER BY c.expires_at, c.id) AS turn
-                 FROM credentials c JOIN databases d ON d.id = c.database_id
+                 FROM credentials c
+                 CROSS JOIN LATERAL (SELECT server_id FROM databases WHERE id = c.database_id LIMIT 1) d
                 WHERE c.dropped IS NULL AND c.expires_at <= $1) overdue
         ORDER BY turn, expires_at, id
         LIMIT $2`,

@@ -30,6 +30,16 @@ export enum DatabaseStatus {
 @Index(['workspaceId', 'created'])
 // Live databases in (created, id) order: the list's keyset pages and /developers/me read it without sorting.
 @Index('IDX_databases_live_by_created', ['workspaceId', 'created', 'id'], { where: '"deleted" IS NULL' })
+// The reconciler's sweeps, which read only work still owed (not the tombstones): deletions not yet
+// finalized, by due time; builds not yet done, oldest first.
+@Index('IDX_databases_deletion_due', ['deletionDueAt'], { where: '"deleted" IS NOT NULL AND "finalized" IS NULL' })
+@Index('IDX_databases_unbuilt_by_created', ['created'], {
+  where: `"status" IN ('REQUESTED', 'BUILT') AND "deleted" IS NULL`,
+})
+// One server's usable databases in (created, id) order, tombstones left out: the insights sampler's read.
+@Index('IDX_databases_usable_by_server', ['serverId', 'created', 'id'], {
+  where: `"status" = 'READY' AND "finalized" IS NULL`,
+})
 export class DatabaseEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
@@ -79,7 +89,6 @@ export class DatabaseEntity {
   @Column({ type: 'timestamptz', nullable: true })
   deleted!: Date | null;
 
-  @Index()
   @Column({ name: 'deletion_due_at', type: 'timestamptz', nullable: true })
   deletionDueAt!: Date | null;
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In, IsNull, Not, type Repository } from 'typeorm';
+import { DataSource, In, IsNull, type Repository } from 'typeorm';
 import { type PreparedRead, readRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
@@ -196,13 +196,38 @@ export class DatabasesRepository {
     );
   }
 
-  /** READY databases not finalized, placed on a server, oldest first (selected columns). */
-  usable(): Promise<Pick<DatabaseEntity, 'id' | 'workspaceId' | 'region' | 'serverId' | 'physicalName'>[]> {
-    return this.repo.find({
-      select: { id: true, workspaceId: true, region: true, serverId: true, physicalName: true },
-      where: { status: DatabaseStatus.Ready, finalized: IsNull(), serverId: Not(IsNull()) },
-      order: { created: 'ASC', id: 'ASC' },
-    });
+  /**
+   * Servers holding READY databases not finalized, oldest first (the telemetry schedule's read, once
+   * an interval): one probe of IDX_databases_usable_by_server per server (the LIMIT keeps the
+   * planner from turning it into a join over the fleet), not a read of the fleet. The status is a
+   * literal, here and below, so the planner matches the partial index's predicate.
+   */
+  async serversWithUsable(): Promise<string[]> {
+    const rows = await readRows<{ id: string }>(
+      this.dataSource,
+      `SELECT s.id FROM data_plane_servers s
+        CROSS JOIN LATERAL (SELECT 1 FROM databases d
+                             WHERE d.server_id = s.id AND d.status = '${DatabaseStatus.Ready}' AND d.finalized IS NULL
+                             LIMIT 1) usable
+        ORDER BY s.created, s.id`,
+      [],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * The server's READY databases not finalized, oldest first (a telemetry pass's read, once per
+   * server and interval): raw rows of the three columns a pass needs, in the order of
+   * IDX_databases_usable_by_server (no sort, no tombstones read).
+   */
+  usableOnServer(serverId: string): Promise<{ id: string; workspace_id: string; physical_name: string }[]> {
+    return readRows<{ id: string; workspace_id: string; physical_name: string }>(
+      this.dataSource,
+      `SELECT id, workspace_id, physical_name FROM databases
+        WHERE server_id = $1 AND status = '${DatabaseStatus.Ready}' AND finalized IS NULL
+        ORDER BY created, id`,
+      [serverId],
+    );
   }
 
   /**
@@ -241,12 +266,15 @@ export class DatabasesRepository {
 
   /** Ids of builds not done (REQUESTED or BUILT, not deleted), oldest first. */
   async unbuiltIds(take: number): Promise<string[]> {
-    const rows = await this.repo.find({
-      select: { id: true },
-      where: { status: In([DatabaseStatus.Requested, DatabaseStatus.Built]), deleted: IsNull() },
-      order: { created: 'ASC' },
-      take,
-    });
+    // The statuses are literals, so the condition implies IDX_databases_unbuilt_by_created's in any
+    // plan (a generic one included) and the sweep reads the unbuilt rows in order, no tombstones.
+    const rows = await this.repo
+      .createQueryBuilder('d')
+      .select('d.id', 'id')
+      .where(`d.status IN ('${DatabaseStatus.Requested}', '${DatabaseStatus.Built}') AND d.deleted IS NULL`)
+      .orderBy('d.created', 'ASC')
+      .limit(take)
+      .getRawMany<{ id: string }>();
     return rows.map((r) => r.id);
   }
 

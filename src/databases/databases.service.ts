@@ -313,14 +313,18 @@ export class DatabasesService {
   }
 
   /**
-   * Databases customers can use (READY, not finalized: a database queued for deletion still works
-   * until it is), for the insights sampler; oldest first.
+   * Ids of the servers holding databases customers can use (READY, not finalized: a database queued
+   * for deletion still works until it is), for the insights sampler's schedule.
    */
-  async usable(): Promise<
-    { id: string; workspaceId: string; region: DatabaseEntity['region']; serverId: string; physicalName: string }[]
-  > {
-    const rows = await this.databases.usable();
-    return rows.map((d) => ({ ...d, serverId: d.serverId! }));
+  serversWithUsable(): Promise<string[]> {
+    return this.databases.serversWithUsable();
+  }
+
+  /** The server's usable databases (as above), oldest first, for one insights pass; none for a key that is no id. */
+  async usableOnServer(serverId: string): Promise<{ id: string; workspaceId: string; physicalName: string }[]> {
+    if (!isUuid(serverId)) return [];
+    const rows = await this.databases.usableOnServer(serverId);
+    return rows.map((d) => ({ id: d.id, workspaceId: d.workspace_id, physicalName: d.physical_name }));
   }
 
   /**

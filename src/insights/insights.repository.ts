@@ -50,13 +50,21 @@ const PRUNE_BATCH = 10000;
 export class InsightsRepository {
   constructor(private readonly txHost: MetadataTransactions) {}
 
-  /** The latest sample before `at` (within a day) of each database. */
+  /**
+   * The latest sample before `at` (within a day) of each database. One backward step of the primary
+   * key (database_id, sampled_at) per database: reading the day's samples and keeping the latest
+   * would touch a day of rows per database (1,440 at a 60 s interval).
+   */
   async previousSamples(ids: string[], at: Date): Promise<Map<string, PreviousSample>> {
     const rows = await this.txHost.tx.query<PreviousSample[]>(
-      `SELECT DISTINCT ON (database_id) database_id, sampled_at, counters, statement_calls::text, statement_exec_ms
-         FROM database_telemetry_samples
-        WHERE database_id = ANY($1::uuid[]) AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'
-        ORDER BY database_id, sampled_at DESC`,
+      `SELECT s.database_id, s.sampled_at, s.counters, s.statement_calls::text, s.statement_exec_ms
+         FROM unnest($1::uuid[]) AS d(id)
+        CROSS JOIN LATERAL (
+               SELECT database_id, sampled_at, counters, statement_calls, statement_exec_ms
+                 FROM database_telemetry_samples
+                WHERE database_id = d.id AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'
+                ORDER BY sampled_at DESC
+                LIMIT 1) s`,
       [ids, at],
     );
     return new Map(rows.map((r) => [r.database_id, r]));

@@ -1,6 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import type { Region } from '../config/regions';
 import { DataPlane } from '../data-plane/data-plane.service';
 import {
   type DatabaseCounters,
@@ -24,10 +23,8 @@ export interface SampledDatabase {
 
 /** One data-plane server and the databases a pass samples on it. */
 export interface ServerToSample {
-  /** The data-plane server's id: the samples' `server_key`. */
+  /** The data-plane server's id (DataPlane reaches it by it): the samples' `server_key`. */
   key: string;
-  /** A region served by it, through which DataPlane reaches it. */
-  region: Region;
   databases: SampledDatabase[];
 }
 
@@ -129,30 +126,25 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
   }
 
   /**
-   * The data-plane servers to sample and their usable databases. Today a server is a region's
-   * DATA_PLANE_URL (regions sharing one URL share one server); this is the one place to point at
-   * a server registry instead.
+   * One data-plane server to sample and its usable databases (READY, not finalized), oldest first;
+   * null when it has none (or `key` names no server). One indexed read of that server's rows: a
+   * pass never reads the rest of the fleet.
    */
-  async serversToSample(): Promise<ServerToSample[]> {
-    const servers = new Map<string, ServerToSample>();
-    for (const d of await this.databases.usable()) {
-      const key = d.serverId;
-      let server = servers.get(key);
-      if (!server) servers.set(key, (server = { key, region: d.region, databases: [] }));
-      server.databases.push({ id: d.id, workspaceId: d.workspaceId, physicalName: d.physicalName });
-    }
-    return [...servers.values()];
+  async serverToSample(key: string): Promise<ServerToSample | null> {
+    const databases = await this.databases.usableOnServer(key);
+    return databases.length ? { key, databases } : null;
   }
 
   /** The schedule job: one pass job per server for the current slot, then pruning. */
   async schedulePasses(now = new Date()): Promise<number> {
     const at = new Date(Math.floor(now.getTime() / this.intervalMs) * this.intervalMs);
     let enqueued = 0;
-    for (const server of await this.serversToSample()) {
+    // Only the servers' ids: each pass reads its own server's databases.
+    for (const serverKey of await this.databases.serversWithUsable()) {
       const ok = await this.jobs.dispatch(
         'SampleTelemetryServer',
-        { serverKey: server.key, at: at.toISOString() },
-        { jobId: sampleServerJobId(server.key, at) },
+        { serverKey, at: at.toISOString() },
+        { jobId: sampleServerJobId(serverKey, at) },
       );
       if (ok) enqueued++;
     }
@@ -162,7 +154,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
 
   /** The pass job: samples the server named, if it still has usable databases. */
   async runPass(serverKey: string, at: Date): Promise<PassResult | null> {
-    const server = (await this.serversToSample()).find((s) => s.key === serverKey);
+    const server = await this.serverToSample(serverKey);
     return server ? this.sampleServer(server, at) : null;
   }
 

@@ -21,6 +21,8 @@ export enum InviteState {
 
 @Entity('invites')
 @Index(['workspaceId', 'email'], { unique: true, where: `"state" IN ('EMAIL_PENDING', 'EMAIL_SENT')` })
+// The reconciler's read of the invites still owed an e-mail (not the sent, accepted or given-up ones).
+@Index('IDX_invites_email_owed', ['expiresAt'], { where: `"state" = 'EMAIL_PENDING' AND "email_sent_at" IS NULL` })
 export class InviteEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

@@ -157,14 +157,15 @@ export class InvitesRepository {
     );
   }
 
-  /** Ids of the invites still owed an e-mail. */
+  /**
+   * Ids of the invites still owed an e-mail: read from IDX_invites_email_owed, not from every invite
+   * ever sent (the state is a literal, so any plan, a generic one included, matches its condition).
+   */
   async owedEmailIds(): Promise<string[]> {
     const rows = await this.repo
       .createQueryBuilder('i')
       .select('i.id', 'id')
-      .where('i.state = :pending AND i.email_sent_at IS NULL AND i.expires_at > now()', {
-        pending: InviteState.EmailPending,
-      })
+      .where(`i.state = '${InviteState.EmailPending}' AND i.email_sent_at IS NULL AND i.expires_at > now()`)
       .getRawMany<{ id: string }>();
     return rows.map((r) => r.id);
   }

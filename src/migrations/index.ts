@@ -7,6 +7,8 @@ import { InviteEmailLease1795451181933 } from './1795451181933-InviteEmailLease'
 import { LiveDatabasesIndex1795462487577 } from './1795462487577-LiveDatabasesIndex';
 import { WorkspaceDatabasesVersion1795665981673 } from './1795665981673-WorkspaceDatabasesVersion';
 import { StorageUsageByWorkspace1795707811535 } from './1795707811535-StorageUsageByWorkspace';
+import { TelemetryScale1795800000000 } from './1795800000000-TelemetryScale';
+import { SweepIndexesAndTokenPruning1795800000001 } from './1795800000001-SweepIndexesAndTokenPruning';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -19,4 +21,6 @@ export const MIGRATIONS: (new () => object)[] = [
   LiveDatabasesIndex1795462487577,
   WorkspaceDatabasesVersion1795665981673,
   StorageUsageByWorkspace1795707811535,
+  TelemetryScale1795800000000,
+  SweepIndexesAndTokenPruning1795800000001,
 ];

@@ -91,7 +91,7 @@ describe('database insights (sampled from the real data plane)', () => {
     db = await createReadyDatabase(t, auth, slug);
     physical = (await databaseRow(t, db.id)).physical_name;
     sampler = t.app.get(TelemetrySampler);
-    const found = (await sampler.serversToSample()).find((s) => s.databases.some((d) => d.id === db.id))!;
+    const found = (await sampler.serverToSample((await databaseRow(t, db.id)).server_id!))!;
     server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
 
     // Minute 0: up, no baseline yet.
@@ -360,7 +360,7 @@ describe('database insights (sampled from the real data plane)', () => {
       const eu = await createReadyDatabase(bare, owner, ws.slug, undefined, 'AWS_EU_CENTRAL_1');
       euPhysical = (await databaseRow(bare, eu.id)).physical_name;
       const s = bare.app.get(TelemetrySampler);
-      const found = (await s.serversToSample()).find((x) => x.databases.some((d) => d.id === eu.id))!;
+      const found = (await s.serverToSample((await databaseRow(bare, eu.id)).server_id!))!;
       const pass = await s.sampleServer({ ...found, databases: found.databases.filter((d) => d.id === eu.id) }, at(0));
       expect(pass).toEqual({ sampled: 1, up: 1, statementsAvailable: false });
       const res = await bare.http
@@ -410,7 +410,7 @@ describe('storage of a claimed instant database', () => {
     const sampler = t.app.get(TelemetrySampler);
     const pass = async (at: Date) => {
       // What the pass job does: the servers and the databases' workspaces as they are now.
-      const found = (await sampler.serversToSample()).find((s) => s.databases.some((d) => d.id === database.id))!;
+      const found = (await sampler.serverToSample((await databaseRow(t, database.id)).server_id!))!;
       const only = { ...found, databases: found.databases.filter((d) => d.id === database.id) };
       expect(await sampler.sampleServer(only, at)).toMatchObject({ sampled: 1 });
     };

@@ -1,4 +1,4 @@
-import { Column, CreateDateColumn, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { DeveloperEntity } from '../../developers/developer.entity';
 
 /** A single-use authorization code; only its SHA-256 is stored. */
@@ -26,6 +26,8 @@ export class AuthorizationCodeEntity {
   @Column({ type: 'text', default: '' })
   scope!: string;
 
+  /** Indexed for the pruning of expired codes (AuthorizationCodesService.pruneExpired). */
+  @Index('IDX_oauth_authorization_codes_expires_at')
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt!: Date;
 

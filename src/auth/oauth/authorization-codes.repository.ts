@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Repository } from 'typeorm';
 import { MetadataTransactions } from '../../database/metadata-transactions';
 import { AuthorizationCodeEntity } from './authorization-code.entity';
+import { deleteExpiredRows } from './expired-grants';
 
 /** What consuming a code answers: its grant, as stored. */
 export interface ConsumedCode {
@@ -47,5 +48,10 @@ export class AuthorizationCodesRepository {
 
   exists(codeHash: string): Promise<boolean> {
     return this.repo.exists({ where: { codeHash } });
+  }
+
+  /** Deletes up to `take` codes that expired before `cutoff`, the longest expired first (deleteExpiredRows); how many. */
+  deleteExpiredBefore(cutoff: Date, take: number): Promise<number> {
+    return deleteExpiredRows(this.txHost.tx, 'oauth_authorization_codes', 'code_hash', cutoff, take);
   }
 }

@@ -1,7 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { randomToken, sha256 } from '../../common/crypto/tokens';
 import { AppConfig } from '../../config/app-config';
+import { Reconciler } from '../../queues/reconciler';
 import { AuthorizationCodesRepository } from './authorization-codes.repository';
+import { pruneCutoff, pruneInBatches } from './expired-grants';
 
 export interface CodeGrant {
   clientId: string;
@@ -26,13 +28,23 @@ export function refreshFamilyOfCode(codeHash: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
-/** Single-use authorization codes, bound to client, redirect URI and PKCE challenge; only hashes are stored. */
+/**
+ * Single-use authorization codes, bound to client, redirect URI and PKCE challenge; only hashes are
+ * stored. The reconciler deletes those expired long enough.
+ */
 @Injectable()
-export class AuthorizationCodesService {
+export class AuthorizationCodesService implements OnModuleInit {
+  private readonly logger = new Logger(AuthorizationCodesService.name);
+
   constructor(
     private readonly codes: AuthorizationCodesRepository,
     private readonly config: AppConfig,
+    private readonly reconciler: Reconciler,
   ) {}
+
+  onModuleInit(): void {
+    this.reconciler.register('oauth-authorization-codes-pruning', () => this.pruneExpired());
+  }
 
   /** Stores a new code and returns it (the only time it exists in clear). */
   async issue(grant: CodeGrant): Promise<string> {
@@ -71,5 +83,18 @@ export class AuthorizationCodesService {
         scope: row.scope,
       },
     };
+  }
+
+  /**
+   * Deletes the codes that expired more than OAUTH_EXPIRED_RETENTION_DAYS (at least a day) ago, in
+   * batches as RefreshTokensService.pruneExpired does; how many it deleted. Until then a replayed code
+   * still revokes the family it started (redeem answers `reused`); afterwards it is refused as
+   * unknown, its family left alone.
+   */
+  async pruneExpired(now = new Date()): Promise<number> {
+    const cutoff = pruneCutoff(now, this.config.env.OAUTH_EXPIRED_RETENTION_DAYS);
+    const deleted = await pruneInBatches((take) => this.codes.deleteExpiredBefore(cutoff, take));
+    if (deleted > 0) this.logger.log({ deleted }, 'expired authorization codes pruned');
+    return deleted;
   }
 }

@@ -30,6 +30,8 @@ export class RefreshTokenEntity {
   @Column({ type: 'text', default: '' })
   scope!: string;
 
+  /** Indexed for the pruning of expired tokens (RefreshTokensService.pruneExpired). */
+  @Index('IDX_oauth_refresh_tokens_expires_at')
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt!: Date;
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { IsNull, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../../database/metadata-transactions';
 import { RefreshTokenEntity } from './refresh-token.entity';
+import { deleteExpiredRows } from './expired-grants';
 
 /**
  * Every statement on `refresh_tokens` (habit 15). Statements go through the transaction the context
@@ -37,5 +38,10 @@ export class RefreshTokensRepository {
 
   async revokeFamily(familyId: string): Promise<void> {
     await this.repo.update({ familyId, revokedAt: IsNull() }, { revokedAt: () => 'now()' });
+  }
+
+  /** Deletes up to `take` tokens that expired before `cutoff`, the longest expired first (deleteExpiredRows); how many. */
+  deleteExpiredBefore(cutoff: Date, take: number): Promise<number> {
+    return deleteExpiredRows(this.txHost.tx, 'oauth_refresh_tokens', 'id', cutoff, take);
   }
 }

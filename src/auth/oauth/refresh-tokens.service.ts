@@ -1,9 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { randomToken, sha256 } from '../../common/crypto/tokens';
 import { AppConfig } from '../../config/app-config';
 import { MetadataTransactions } from '../../database/metadata-transactions';
 import { lockForContextTransaction } from '../../database/transaction-lock';
+import { Reconciler } from '../../queues/reconciler';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
+import { pruneCutoff, pruneInBatches } from './expired-grants';
 import { isSubsetOf } from './scopes';
 
 export interface RefreshGrant {
@@ -23,14 +25,22 @@ export type RotationResult =
  * twice means it leaked: the whole family, the legitimate holder's current token included, is revoked.
  * A rotation and a revocation of the same family take turns (an advisory lock on the family), so a
  * revocation also reaches the successor of a rotation that was under way when it came.
+ * Every rotation adds a row and keeps the used one: the reconciler deletes those expired long enough.
  */
 @Injectable()
-export class RefreshTokensService {
+export class RefreshTokensService implements OnModuleInit {
+  private readonly logger = new Logger(RefreshTokensService.name);
+
   constructor(
     private readonly tokens: RefreshTokensRepository,
     private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
+    private readonly reconciler: Reconciler,
   ) {}
+
+  onModuleInit(): void {
+    this.reconciler.register('oauth-refresh-tokens-pruning', () => this.pruneExpired());
+  }
 
   /** Stores a new token of the grant (in the transaction the context carries, if any) and returns it. */
   async issue(grant: RefreshGrant): Promise<string> {
@@ -82,6 +92,19 @@ export class RefreshTokensService {
       await this.lockFamily(familyId);
       await this.tokens.revokeFamily(familyId);
     });
+  }
+
+  /**
+   * Deletes the tokens that expired more than OAUTH_EXPIRED_RETENTION_DAYS ago, a batch at a time
+   * (pruneInBatches: a backlog takes several passes); how many it deleted. An expired token is refused anyway; until it is deleted, a used one
+   * presented again still revokes its family (rotate checks use before expiry), afterwards it is
+   * refused as unknown and its family, whose live token is a later row, is left alone.
+   */
+  async pruneExpired(now = new Date()): Promise<number> {
+    const cutoff = pruneCutoff(now, this.config.env.OAUTH_EXPIRED_RETENTION_DAYS);
+    const deleted = await pruneInBatches((take) => this.tokens.deleteExpiredBefore(cutoff, take));
+    if (deleted > 0) this.logger.log({ deleted }, 'expired refresh tokens pruned');
+    return deleted;
   }
 
   private lockFamily(familyId: string): Promise<void> {

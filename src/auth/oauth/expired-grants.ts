@@ -1,0 +1,46 @@
+import type { EntityManager } from 'typeorm';
+
+/** Rows one statement of the pruning deletes at most, and statements one reconcile pass runs at most. */
+export const PRUNE_BATCH = 1000;
+export const PRUNE_BATCHES_PER_PASS = 10;
+
+/** The moment before which grants expired long enough to be deleted (OAUTH_EXPIRED_RETENTION_DAYS). */
+export function pruneCutoff(now: Date, retentionDays: number): Date {
+  return new Date(now.getTime() - retentionDays * 86_400_000);
+}
+
+/**
+ * Deletes up to `take` rows of `table` (keyed by `key`) that expired before `cutoff`, the longest
+ * expired first, in one statement: the keys from the table's `expires_at` index, rows another
+ * transaction holds skipped rather than waited for, then each row by its key (`= ANY(ARRAY(…))` keeps
+ * the planner from hashing the whole table against them); how many it deleted.
+ */
+export async function deleteExpiredRows(
+  manager: EntityManager,
+  table: 'oauth_refresh_tokens' | 'oauth_authorization_codes',
+  key: 'id' | 'code_hash',
+  cutoff: Date,
+  take: number,
+): Promise<number> {
+  const [, deleted]: [unknown[], number] = await manager.query(
+    `DELETE FROM ${table}
+      WHERE ${key} = ANY(ARRAY(SELECT ${key} FROM ${table} WHERE expires_at < $1
+                               ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [cutoff, take],
+  );
+  return deleted;
+}
+
+/**
+ * Runs `deleteBatch` (which deletes up to PRUNE_BATCH rows) until a batch comes back short, at most
+ * PRUNE_BATCHES_PER_PASS times (a backlog takes several passes); how many rows it deleted.
+ */
+export async function pruneInBatches(deleteBatch: (take: number) => Promise<number>): Promise<number> {
+  let deleted = 0;
+  for (let batch = 0; batch < PRUNE_BATCHES_PER_PASS; batch += 1) {
+    const count = await deleteBatch(PRUNE_BATCH);
+    deleted += count;
+    if (count < PRUNE_BATCH) break;
+  }
+  return deleted;
+}
