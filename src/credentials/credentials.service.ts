@@ -6,7 +6,8 @@ import { ErrorCode } from '../common/errors/error-code';
 import { SecretBox } from '../common/crypto/secret-box';
 import { randomToken } from '../common/crypto/tokens';
 import { PlanLimits } from '../subscriptions/plan-limits.service';
-import { DataPlane, DataPlaneError } from '../data-plane/data-plane.service';
+import { DataPlane } from '../data-plane/data-plane.service';
+import { UnansweringServers } from '../data-plane/unanswering-servers';
 import { scramSha256Verifier } from '../data-plane/scram';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
@@ -192,9 +193,10 @@ export class CredentialsService implements OnModuleInit {
    * waiting it out in turn, which held up every later reconcile task for minutes.
    */
   async sweep(now = new Date()): Promise<void> {
-    const unanswering = new Set<string>();
+    const unanswering = new UnansweringServers(this.logger, 'credential work');
     await this.sweepExpiries(now, unanswering);
     await this.dropOrphanRoles(unanswering);
+    unanswering.report();
   }
 
   /**
@@ -206,9 +208,9 @@ export class CredentialsService implements OnModuleInit {
    * A create commits its (pending) row before it makes the role, so a role without a row was never
    * made by a create in flight: no lock is needed to tell. (Such roles come from before that order,
    * or from someone creating roles by hand inside an owner role.) Returns how many were dropped.
-   * Servers in `unanswering` are skipped; a server that does not answer is added to it.
+   * Servers found not answering are skipped (see sweep).
    */
-  async dropOrphanRoles(unanswering = new Set<string>()): Promise<number> {
+  private async dropOrphanRoles(unanswering: UnansweringServers): Promise<number> {
     // Every live database of the fleet, every 30 s: two columns as raw rows (no entity hydration).
     const live = await this.databases.livePlacements();
     const byServer = new Map<string, string[]>();
@@ -219,25 +221,25 @@ export class CredentialsService implements OnModuleInit {
     }
     let dropped = 0;
     for (const [serverId, physicals] of byServer) {
-      if (unanswering.has(serverId)) continue;
+      if (unanswering.skip(serverId)) continue;
       let members: { physical: string; role: string }[];
       try {
         members = await this.dataPlane.credentialRoleMembers(serverId, physicals);
       } catch (err) {
-        this.noteUnanswering(unanswering, serverId, err);
+        unanswering.note(serverId, err);
         this.logger.warn({ serverId, err: messageOf(err) }, 'could not look for orphan credential roles');
         continue;
       }
       if (members.length === 0) continue;
       const known = await this.credentials.existingIds(members.map((m) => m.role));
       for (const { physical, role } of members) {
-        if (known.has(role) || unanswering.has(serverId)) continue;
+        if (known.has(role) || unanswering.skip(serverId)) continue;
         try {
           await this.dataPlane.dropLoginRole(serverId, physical, role);
           this.logger.warn({ serverId, role }, 'orphan credential role dropped (no credential accounts for it)');
           dropped += 1;
         } catch (err) {
-          this.noteUnanswering(unanswering, serverId, err);
+          unanswering.note(serverId, err);
           this.logger.error({ serverId, role, err: messageOf(err) }, 'orphan credential role could not be dropped');
         }
       }
@@ -245,17 +247,17 @@ export class CredentialsService implements OnModuleInit {
     return dropped;
   }
 
-  /** The sweep's expiry work; servers in `unanswering` get no calls (see sweep). */
-  private async sweepExpiries(now: Date, unanswering: Set<string>): Promise<void> {
+  /** The sweep's expiry work; servers found not answering get no more calls (see sweep). */
+  private async sweepExpiries(now: Date, unanswering: UnansweringServers): Promise<void> {
     // Creates cut short by a crash between their intent and their outcome: given up (see issue).
     await this.credentials.abandonPendingCreatedBefore(new Date(now.getTime() - PENDING_ABANDON_MS), now);
     // Taken from the servers in turn: one server's backlog never crowds out another's.
     for (const { id, serverId } of await this.credentials.overdueInTurnByServer(now, SWEEP_BATCH)) {
-      if (serverId && unanswering.has(serverId)) continue;
+      if (unanswering.skip(serverId)) continue;
       try {
         await this.expire(id, now);
       } catch (err) {
-        if (serverId) this.noteUnanswering(unanswering, serverId, err);
+        unanswering.note(serverId, err);
         this.logger.error({ credentialId: id, err: messageOf(err) }, 'expired credential could not be dropped');
       }
     }
@@ -263,16 +265,6 @@ export class CredentialsService implements OnModuleInit {
     for (const credential of waiting) {
       if (credential.database) await this.scheduleExpiry(credential.database, credential, unanswering);
     }
-  }
-
-  /** Adds the server to `unanswering` when `err` says it did not answer (see sweep). */
-  private noteUnanswering(unanswering: Set<string>, serverId: string, err: unknown): void {
-    if (!(err instanceof DataPlaneError) || !err.unavailable || unanswering.has(serverId)) return;
-    unanswering.add(serverId);
-    this.logger.warn(
-      { serverId },
-      'data-plane server not answering: its other credential work waits for the next pass',
-    );
   }
 
   /**
@@ -447,19 +439,19 @@ export class CredentialsService implements OnModuleInit {
   private async scheduleExpiry(
     database: DatabaseEntity,
     credential: CredentialEntity,
-    unanswering?: Set<string>,
+    unanswering?: UnansweringServers,
   ): Promise<void> {
     const read = () => this.credentials.findExpiry(credential.id);
     let current = await read();
     for (let attempt = 0; attempt < 3 && current?.expiresAt && !current.dropped; attempt += 1) {
       const serverId = serverOf(database);
-      if (unanswering?.has(serverId)) break;
+      if (unanswering?.skip(serverId)) break;
       const applied = current.expiresAt;
       try {
         await this.dataPlane.expireLoginRole(serverId, credential.id, applied);
       } catch (err) {
         // The job (or the sweep) drops the role at that moment anyway.
-        if (unanswering) this.noteUnanswering(unanswering, serverId, err);
+        unanswering?.note(serverId, err);
         this.logger.warn({ credentialId: credential.id, err: messageOf(err) }, 'could not set VALID UNTIL yet');
         break;
       }

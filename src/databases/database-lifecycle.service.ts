@@ -1,7 +1,8 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { ErrorCode } from '../common/errors/error-code';
-import { DataPlane, DataPlaneError } from '../data-plane/data-plane.service';
+import { DataPlane } from '../data-plane/data-plane.service';
+import { UnansweringServers } from '../data-plane/unanswering-servers';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import { DatabaseFinalizers } from './database-finalizers';
@@ -231,30 +232,20 @@ export class DatabaseLifecycle implements OnModuleInit {
    * every later reconcile task for minutes.
    */
   private async finalizeOverdue(now: Date): Promise<void> {
-    const unanswering = new Map<string, number>();
+    const unanswering = new UnansweringServers(this.logger, 'deletions');
     for (const { id, serverId } of await this.databases.overdueInTurnByServer(now, SWEEP_BATCH)) {
-      const skipped = serverId ? unanswering.get(serverId) : undefined;
-      if (serverId && skipped !== undefined) {
-        unanswering.set(serverId, skipped + 1);
-        continue;
-      }
+      if (unanswering.skip(serverId)) continue;
       try {
         await this.finalize(id, now);
       } catch (err) {
-        if (serverId && err instanceof DataPlaneError && err.unavailable) unanswering.set(serverId, 0);
+        unanswering.note(serverId, err);
         this.logger.error(
           { errorCode: ErrorCode.DbDeletionFailure, databaseId: id, serverId, err: messageOf(err) },
           'deletion could not be finalized; will retry',
         );
       }
     }
-    for (const [serverId, skipped] of unanswering) {
-      if (skipped === 0) continue;
-      this.logger.warn(
-        { serverId, deletions: skipped },
-        'data-plane server not answering: its other deletions wait for the next pass',
-      );
-    }
+    unanswering.report();
   }
 
   /**

@@ -25,8 +25,8 @@ import { Mailer } from './mailer.service';
 
 /** Longer than the mailer's connection, greeting and socket timeouts together. */
 const EMAIL_LEASE_SECONDS = 120;
-/** How long a sent e-mail's record is retried while the metadata database is away: within the lease. */
-const RECORD_SENT_WAIT_MS = (EMAIL_LEASE_SECONDS - 20) * 1000;
+/** What is kept of the lease when a sent e-mail's record is retried: it stops that long before the lease ends. */
+const RECORD_SENT_MARGIN_MS = 10_000;
 
 /**
  * Invites: EMAIL_PENDING (created; an e-mail is owed) → EMAIL_SENT (the job delivered it) →
@@ -169,18 +169,21 @@ export class InvitesService implements OnModuleInit {
    * The invite e-mail job. No transaction is open while SMTP is spoken: the job takes a lease on
    * the invite (one short UPDATE), sends, then records the outcome (another). A duplicated job finds
    * the lease taken or the e-mail sent and skips. Once the message is out, recording it is retried
-   * while the metadata database is away, with the lease kept: only a failed send releases it. A crash
-   * mid-send, or an outage outlasting the lease, leaves a lease that runs out, after which the
-   * reconciler's job sends again (at least once).
+   * while the metadata database is away and the lease lasts, the lease kept: only a failed send
+   * releases it. A crash mid-send, or an outage outlasting the lease, leaves a lease that runs out,
+   * after which the reconciler's job sends again (at least once).
    */
   async deliverEmail(inviteId: string): Promise<'sent' | 'skipped'> {
-    // The lease and what the message needs, in one statement.
+    // The lease and what the message needs, in one statement. The lease ends no sooner than this
+    // clock's reading before it was taken, plus its length.
+    const leaseEnds = Date.now() + EMAIL_LEASE_SECONDS * 1000;
     const invite = await this.invites.leaseEmail(inviteId, EMAIL_LEASE_SECONDS);
     if (!invite) return 'skipped';
     await this.sendLeased(inviteId, invite);
-    // An invite accepted while its e-mail went out keeps its state.
+    // An invite accepted while its e-mail went out keeps its state. Retried only while the lease
+    // lasts: past it, another job could lease the invite and send again.
     await untilReachable(() => this.invites.recordEmailSent(inviteId), {
-      waitMs: RECORD_SENT_WAIT_MS,
+      waitMs: Math.max(0, leaseEnds - RECORD_SENT_MARGIN_MS - Date.now()),
       retryOn: isDependencyOutage,
       onRetry: (err, delayMs) =>
         this.logger.warn(

@@ -15,9 +15,10 @@ export interface DispatchOptions {
 
 /**
  * A job whose attempts ran out stays in its queue's failed set for inspection (the dashboard, the
- * metrics' `failed` count) for a week, at most the last 1,000 a queue: without a bound, every outage
- * left its jobs there for good (many job ids are used once). The reconciler re-enqueues what is still
- * owed either way (redispatch).
+ * metrics' `failed` count); each later failure in the queue trims the set to the last week and the
+ * last 1,000 jobs (Bull trims when a job finishes): without a bound, every outage left its jobs there
+ * for good (many job ids are used once). The reconciler re-enqueues what is still owed either way
+ * (redispatch).
  */
 export const FAILED_JOBS_KEPT = { age: 7 * 24 * 3600, count: 1000 };
 

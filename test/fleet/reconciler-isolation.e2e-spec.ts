@@ -20,7 +20,7 @@ const REGION = 'AWS_US_WEST_2';
 /** What one wait for a server that does not answer costs (DATA_PLANE_CONNECT_TIMEOUT_MS here). */
 const CONNECT_TIMEOUT_MS = 1000;
 /** A reconcile pass with one server stalled: about one wait per task that needs it, and the healthy work. */
-const PASS_BOUND_MS = 5 * CONNECT_TIMEOUT_MS;
+const PASS_BOUND_MS = 8 * CONNECT_TIMEOUT_MS;
 /** The reconciler's batch (SWEEP_BATCH in the sweeps). */
 const SWEEP_BATCH = 500;
 

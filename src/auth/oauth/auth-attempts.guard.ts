@@ -19,7 +19,9 @@ import { basicClientId } from './client-credentials';
 @Injectable()
 export class AuthAttemptsGuard extends ThrottlerGuard {
   protected override async getTracker(req: Record<string, unknown>): Promise<string> {
-    return `${await super.getTracker(req)}|${this.clientOf(req as unknown as Request) ?? '-'}`;
+    const request = req as unknown as Request;
+    const address = request.ip ? await super.getTracker(req) : (request.socket.remoteAddress ?? '-');
+    return `${address}|${this.clientOf(request) ?? '-'}`;
   }
 
   /** The client the attempt is made for. */
