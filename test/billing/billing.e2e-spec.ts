@@ -6,7 +6,14 @@ import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
 import { Auth, createWorkspace } from '../databases/support';
 import { insertPeriod } from '../metrics/usage-periods';
-import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import {
+  createDeveloperWithToken,
+  createTestApp,
+  eventually,
+  reconcile,
+  TestApp,
+  untilQueueIdle,
+} from '../support/test-app';
 
 interface LineRow {
   id: string;
@@ -425,11 +432,7 @@ describe('the periodic billing sweep', () => {
 
     expect(await t.app.get(BillingRater).sweep()).toBeGreaterThanOrEqual(4);
     // Every job the sweep enqueued has run.
-    const queue = t.app.get(JobDispatcher).queue(Queues.Billing);
-    await eventually(async () => {
-      const counts = await queue.getJobCounts();
-      return counts.waiting + counts.active + counts.delayed === 0;
-    }, 10000);
+    await untilQueueIdle(t.app, Queues.Billing);
     for (const ws of [paying, busy]) expect(await ratedMonths(ws.id)).toContainEqual({ ym });
     expect(await ratedMonths(idle.id)).toEqual([]);
     // Read, its month is rated then.

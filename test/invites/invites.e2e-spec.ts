@@ -1,4 +1,5 @@
 import { InvitesService } from '../../src/invites/invites.service';
+import { Queues } from '../../src/queues/queue-names';
 import { createWorkspace } from '../databases/support';
 import { freePort } from '../support/free-port';
 import { withRowTrigger, withSlowRows } from '../support/slow-rows';
@@ -10,6 +11,7 @@ import {
   reconcile,
   TestApp,
   uniqueEmail,
+  untilQueueIdle,
 } from '../support/test-app';
 
 type Auth = { Authorization: string };
@@ -224,7 +226,7 @@ describe('invites', () => {
       'skipped',
     ]);
     await reconcile(t.app);
-    await new Promise((r) => setTimeout(r, 500));
+    await untilQueueIdle(t.app, Queues.InviteEmail);
     expect(smtp.messagesTo(email)).toHaveLength(1);
   });
 });
@@ -264,7 +266,7 @@ describe('invite e-mail whose record meets a lost metadata connection', () => {
         },
       );
       await reconcile(t.app);
-      await new Promise((r) => setTimeout(r, 1000));
+      await untilQueueIdle(t.app, Queues.InviteEmail);
       expect(smtp.messagesTo(email)).toHaveLength(1);
     } finally {
       await t.close();
@@ -331,7 +333,7 @@ describe('invite e-mail while the SMTP server is down', () => {
       }, 30000);
       expect(sent.last_error).toBeNull();
       await reconcile(t.app);
-      await new Promise((r) => setTimeout(r, 1000));
+      await untilQueueIdle(t.app, Queues.InviteEmail);
       expect(smtp.messagesTo(email)).toHaveLength(1);
     } finally {
       await t.close();

@@ -12,6 +12,8 @@ import { AccessTokens } from '../../src/auth/access-tokens';
 import { AppConfig } from '../../src/config/app-config';
 import { migrateDatabase } from '../../src/database/data-source-options';
 import { DeveloperEntity, DeveloperKind } from '../../src/developers/developer.entity';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import type { QueueName } from '../../src/queues/queue-names';
 import { Reconciler } from '../../src/queues/reconciler';
 
 export interface TestApp {
@@ -132,6 +134,18 @@ export async function createDeveloperWithToken(
 
 export function reconcile(app: INestApplication): Promise<void> {
   return app.get(Reconciler).runOnce();
+}
+
+/**
+ * Resolves once the queue holds no job waiting, running or delayed: everything dispatched before
+ * the call has run (for asserting that nothing more happens, without a guessed sleep).
+ */
+export function untilQueueIdle(app: INestApplication, queue: QueueName, timeoutMs = 10000): Promise<true> {
+  const jobs = app.get(JobDispatcher).queue(queue);
+  return eventually(async () => {
+    const counts = await jobs.getJobCounts();
+    return counts.waiting + counts.active + counts.delayed === 0;
+  }, timeoutMs);
 }
 
 /** Polls until `check` returns a truthy value or the time is up (for background jobs). */
