@@ -9,6 +9,9 @@ import { numericTransformer } from '../database/numeric.transformer';
 @Entity('compute_usage_periods')
 @Index(['workspaceId', 'startedAt'])
 @Index(['instanceId'], { unique: true, where: '"ended_at" IS NULL' })
+// The billing sweep's "periods overlapping these months" (open ones and those ended since): both
+// conditions are ranges of this one index, not a read of all history.
+@Index('IDX_compute_usage_periods_ended_at', ['endedAt'])
 export class ComputeUsagePeriodEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

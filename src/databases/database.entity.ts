@@ -40,6 +40,9 @@ export enum DatabaseStatus {
 @Index('IDX_databases_usable_by_server', ['serverId', 'created', 'id'], {
   where: `"status" = 'READY' AND "finalized" IS NULL`,
 })
+// Each server's databases not finalized: placement's usage count (under the region's placement
+// lock, on every create) and the control_plane_databases gauge (every scrape) read no tombstones.
+@Index('IDX_databases_unfinalized_by_server', ['serverId'], { where: '"finalized" IS NULL' })
 export class DatabaseEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

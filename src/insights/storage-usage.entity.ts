@@ -8,6 +8,9 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
  */
 @Entity('database_storage_usage')
 @Index(['workspaceId', 'ym'])
+// The billing sweep's "workspaces with storage in these months": one row per database and month is
+// kept for ever, so the months' rows must be found without reading the others.
+@Index('IDX_database_storage_usage_by_month', ['ym', 'workspaceId'])
 export class StorageUsageEntity {
   @PrimaryColumn({ name: 'database_id', type: 'uuid' })
   databaseId!: string;

@@ -1,0 +1,40 @@
+import { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * Indexes for periodic reads that otherwise read history kept for ever: placement's count of a
+ * server's databases not finalized (every create, under the region's placement lock) and the
+ * control_plane_databases gauge (every scrape) skip the tombstones; the billing sweep finds the
+ * compute periods overlapping its two months (open ones, or ended since) and the workspaces with
+ * storage in them without reading every month ever recorded.
+ *
+ * As in SweepIndexesAndTokenPruning, `IF NOT EXISTS` lets an operator with big tables build them
+ * beforehand with `CREATE INDEX CONCURRENTLY` under the same names and definitions.
+ */
+export class HistoryIndexes1795800000002 implements MigrationInterface {
+  name = 'HistoryIndexes1795800000002';
+
+  public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
+            CREATE INDEX IF NOT EXISTS "IDX_databases_unfinalized_by_server" ON "databases" ("server_id")
+            WHERE "finalized" IS NULL
+        `);
+    await queryRunner.query(`
+            CREATE INDEX IF NOT EXISTS "IDX_compute_usage_periods_ended_at" ON "compute_usage_periods" ("ended_at")
+        `);
+    await queryRunner.query(`
+            CREATE INDEX IF NOT EXISTS "IDX_database_storage_usage_by_month" ON "database_storage_usage" ("ym", "workspace_id")
+        `);
+  }
+
+  public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
+            DROP INDEX "public"."IDX_database_storage_usage_by_month"
+        `);
+    await queryRunner.query(`
+            DROP INDEX "public"."IDX_compute_usage_periods_ended_at"
+        `);
+    await queryRunner.query(`
+            DROP INDEX "public"."IDX_databases_unfinalized_by_server"
+        `);
+  }
+}

@@ -1,0 +1,128 @@
+import { Client } from 'pg';
+import { BillingRater } from '../../src/billing/billing-rater.service';
+import { Placement } from '../../src/databases/placement.service';
+import { createDeveloperWithToken, createIsolatedTestApp, TestApp } from '../support/test-app';
+
+/**
+ * Periodic and frequent reads over tables that keep history for ever (tombstones of finalized
+ * databases, a storage row per database and month, every compute period): each statement the
+ * service sends is planned against years of rows, and must find what it needs through an index
+ * rather than read the history. The statements are the ones the service really sends, recorded as
+ * it runs them.
+ */
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+
+const OPERATOR_PASSWORD = 'history-reads-operator';
+
+describe('reads over history kept for ever', () => {
+  let t: TestApp & { metadataUrl: string };
+  let serverId: string;
+
+  /** The statements the service sends to the metadata database while `action` runs. */
+  async function statementsOf(action: () => Promise<unknown>): Promise<[string, unknown[]][]> {
+    const logQuery = jest.spyOn(t.dataSource.logger, 'logQuery');
+    try {
+      await action();
+      return logQuery.mock.calls.map(([sql, params]) => [sql, (params as unknown[] | undefined) ?? []]);
+    } finally {
+      logQuery.mockRestore();
+    }
+  }
+
+  /**
+   * The indexes `sql` reads `relation` through (none, for a sequential scan), planned with sequential
+   * scans discouraged: what an index can do, not what a small table costs.
+   */
+  async function indexesOf([sql, params]: [string, unknown[]], relation: string): Promise<(string | undefined)[]> {
+    const c = new Client({ connectionString: t.metadataUrl });
+    await c.connect();
+    try {
+      await c.query('SET enable_seqscan = off');
+      const { rows } = await c.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${sql}`, params);
+      // A bitmap heap scan names the relation, the bitmap index scans under it their indexes.
+      const scans = nodesOf(rows[0]['QUERY PLAN'][0].Plan).filter((n) => n['Relation Name'] === relation);
+      const indexes = scans.flatMap((scan) =>
+        scan['Node Type'] === 'Bitmap Heap Scan'
+          ? nodesOf(scan)
+              .filter((n) => n['Node Type'] === 'Bitmap Index Scan')
+              .map((n) => n['Index Name'])
+          : [scan['Index Name']],
+      );
+      return [...new Set(indexes)];
+    } finally {
+      await c.end();
+    }
+  }
+
+  beforeAll(async () => {
+    t = await createIsolatedTestApp({ WORKERS: 'off', DATABASE_POOL_TARGET: '0', OPERATOR_PASSWORD });
+    const auth = (await createDeveloperWithToken(t.app)).auth;
+    const ws = (await t.http.post('/workspaces').set(auth).send({ name: 'history' }).expect(201)).body;
+    [{ id: serverId }] = await t.dataSource.query<{ id: string }[]>(
+      "SELECT id FROM data_plane_servers WHERE region = 'AWS_US_WEST_2' ORDER BY created LIMIT 1",
+    );
+    // Years of history: finalized databases on the server, three years of monthly storage rows,
+    // closed compute periods; and a little live state beside them.
+    await t.dataSource.query(
+      `INSERT INTO databases (workspace_id, name, region, server_id, status, physical_name, created, deleted,
+                              deletion_due_at, finalized)
+       SELECT $1, 'gone_' || g, 'AWS_US_WEST_2', $2, 'READY', 'history_gone_' || g,
+              timestamptz '2023-01-01' + g * interval '5 minutes', now(), now(), now()
+         FROM generate_series(1, 20000) g`,
+      [ws.id, serverId],
+    );
+    await t.dataSource.query(
+      `INSERT INTO databases (workspace_id, name, region, server_id, status, physical_name)
+       SELECT $1, 'live_' || g, 'AWS_US_WEST_2', $2, 'READY', 'history_live_' || g FROM generate_series(1, 5) g`,
+      [ws.id, serverId],
+    );
+    await t.dataSource.query(
+      `INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
+       SELECT gen_random_uuid(), to_char(date '2023-01-01' + m * interval '1 month', 'YYYY-MM'), gen_random_uuid(), 1, 1
+         FROM generate_series(0, 35) m, generate_series(1, 500) d`,
+    );
+    await t.dataSource.query(
+      `INSERT INTO compute_usage_periods (instance_id, database_id, workspace_id, instance_type_id, compute_size, vcpus,
+                                         hourly_cost, started_at, ended_at)
+       SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'dc-small', 'small', 2, 0.1,
+              timestamptz '2023-01-01' + g * interval '10 minutes',
+              timestamptz '2023-01-01' + g * interval '10 minutes' + interval '1 hour'
+         FROM generate_series(1, 20000) g`,
+    );
+    await t.dataSource.query('ANALYZE databases; ANALYZE database_storage_usage; ANALYZE compute_usage_periods');
+  }, 120000);
+
+  afterAll(() => t?.close());
+
+  it("the billing sweep finds the workspaces of its two months through indexes, reading no other month's rows", async () => {
+    const statements = await statementsOf(() => t.app.get(BillingRater).sweep());
+    const storage = statements.find(([sql]) => sql.includes('database_storage_usage'));
+    const periods = statements.find(([sql]) => sql.includes('compute_usage_periods'));
+    expect(storage && periods).toBeTruthy();
+    // The month is the storage index's leading column (one range a month); the periods are found as
+    // the open ones (the open-period index) or those ended since the first month began.
+    expect(await indexesOf(storage!, 'database_storage_usage')).toEqual(['IDX_database_storage_usage_by_month']);
+    const periodIndexes = await indexesOf(periods!, 'compute_usage_periods');
+    expect(periodIndexes).toContain('IDX_compute_usage_periods_ended_at');
+    expect(periodIndexes).not.toContain(undefined);
+  });
+
+  it("placement counts a server's databases not finalized without reading its tombstones", async () => {
+    const statements = await statementsOf(() => t.app.get(Placement).candidates('AWS_US_WEST_2'));
+    const read = statements.find(([s]) => s.includes('data_plane_servers'))!;
+    expect(await indexesOf(read, 'databases')).toEqual(['IDX_databases_unfinalized_by_server']);
+  });
+
+  it('the control_plane_databases gauge, read at every scrape, reads no tombstones', async () => {
+    const statements = await statementsOf(() => t.http.get('/metrics').auth('operator', OPERATOR_PASSWORD).expect(200));
+    const read = statements.find(([s]) => /FROM databases WHERE finalized IS NULL/.test(s))!;
+    expect(await indexesOf(read, 'databases')).toEqual(['IDX_databases_unfinalized_by_server']);
+  });
+});
