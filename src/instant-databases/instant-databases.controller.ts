@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Post, Req, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { DEFAULT_IPV6_SUBNET_PREFIX, normalizeIp } from '@nestjs/throttler';
 import type { Request } from 'express';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
@@ -33,7 +34,9 @@ export class InstantDatabasesController {
   @ApiResponse({ status: 201, type: ProvisionedDatabaseResponse })
   @ApiErrors(400, 404, 429, 503)
   provision(@Body() body: ProvisionDatabaseDto, @Req() req: Request): Promise<ProvisionedDatabaseResponse> {
-    return this.instant.provision(body.region, req.ip ?? 'unknown');
+    // An IPv6 client counts by its /64, as the login's attempt limit does: one host holds a whole
+    // /64 and could otherwise take a fresh address, and a fresh allowance, for every request.
+    return this.instant.provision(body.region, req.ip ? normalizeIp(req.ip, DEFAULT_IPV6_SUBNET_PREFIX) : 'unknown');
   }
 
   @Post('workspaces/:workspaceSlug/databases/claim')

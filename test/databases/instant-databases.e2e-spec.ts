@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import { Client } from 'pg';
 import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
@@ -24,9 +24,14 @@ async function queryWith<R extends object>(connectionString: string, sql: string
   return queryAs<R>(dbHost, decodeURIComponent(url.username), decodeURIComponent(url.password), sql);
 }
 
-/** A client address of its own (X-Forwarded-For is trusted from loopback), so a test finds its claims. */
-const ownAddress = () => `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
-
+/**
+ * A client of its own (X-Forwarded-For is trusted from loopback), so a test finds its claims: an
+ * address in an IPv6 /64 of its own, and that /64 as the service records it (a client counts by its /64).
+ */
+const ownClient = () => {
+  const subnet = `2001:db8:${randomInt(0x1000, 0x10000).toString(16)}:${randomInt(0x1000, 0x10000).toString(16)}::`;
+  return { address: `${subnet}1`, recorded: `${subnet}/64`, subnet };
+};
 describe('instant databases without an account', () => {
   let t: TestApp;
   let auth: { Authorization: string };
@@ -326,7 +331,7 @@ describe('instant databases without an account', () => {
   });
 
   it('leaves no database without its claim when recording the link fails: 500, and the attempt still counts', async () => {
-    const address = ownAddress();
+    const { address, recorded } = ownClient();
     const unlinked = () =>
       t.dataSource.query<{ id: string }[]>(
         `SELECT d.id FROM databases d JOIN workspaces w ON w.id = d.workspace_id
@@ -341,7 +346,7 @@ describe('instant databases without an account', () => {
       {
         table: 'database_claims',
         on: 'UPDATE',
-        when: `NEW.client_address = '${address}' AND NEW.database_id IS NOT NULL`,
+        when: `NEW.client_address = '${recorded}' AND NEW.database_id IS NOT NULL`,
       },
       () => t.http.post('/databases/provision').set('X-Forwarded-For', address).send({}),
     );
@@ -351,7 +356,7 @@ describe('instant databases without an account', () => {
     });
     expect(await unlinked()).toEqual([]);
     expect(
-      await t.dataSource.query('SELECT database_id FROM database_claims WHERE client_address = $1', [address]),
+      await t.dataSource.query('SELECT database_id FROM database_claims WHERE client_address = $1', [recorded]),
     ).toEqual([{ database_id: null }]);
 
     // The next attempt from that address gets its database, linked to its claim.
@@ -359,7 +364,7 @@ describe('instant databases without an account', () => {
     expect(next.status).toBe(201);
     const claims = await t.dataSource.query<{ database_id: string | null }[]>(
       'SELECT database_id FROM database_claims WHERE client_address = $1 ORDER BY created',
-      [address],
+      [recorded],
     );
     expect(claims).toEqual([{ database_id: null }, { database_id: (next.body as Provisioned).database.id }]);
   });
@@ -416,6 +421,29 @@ describe('instant database abuse limits and the operator switch', () => {
     }
   });
 
+  it('counts an IPv6 client by its /64: other addresses of the same /64 share its allowance, another /64 has its own', async () => {
+    const t = await createTestApp({
+      INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '1',
+      INSTANT_DATABASES_PER_HOUR: '1000',
+      DATABASE_POOL_TARGET: '0',
+    });
+    try {
+      const { subnet, recorded } = ownClient();
+      const from = (address: string) => t.http.post('/databases/provision').set('X-Forwarded-For', address).send({});
+      expect((await from(`${subnet}a`)).status).toBe(201);
+      const sameHost = await from(`${subnet}b`);
+      expect(sameHost.status).toBe(429);
+      expect(sameHost.body.message).toMatch(/from your address/);
+      expect((await from(`${subnet.replace(/::$/, ':0:0:1:b')}`)).status).toBe(429); // the same /64, written out
+      expect((await from(ownClient().address)).status).toBe(201);
+      expect(
+        await t.dataSource.query('SELECT client_address FROM database_claims WHERE client_address = $1', [recorded]),
+      ).toEqual([{ client_address: recorded }]);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('counts provisions arriving at once from one address one by one: no more than the limit get a database', async () => {
     const t = await createTestApp({
       INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '2',
@@ -423,11 +451,11 @@ describe('instant database abuse limits and the operator switch', () => {
       DATABASE_POOL_TARGET: '0',
     });
     try {
-      const address = ownAddress();
+      const { address, recorded } = ownClient();
       // Recording each attempt waits 0.3 s: the others count the address's attempts meanwhile.
       const answers: request.Response[] = await withSlowRows(
         t.dataSource,
-        { table: 'database_claims', on: 'INSERT', when: `NEW.client_address = '${address}'`, seconds: 0.3 },
+        { table: 'database_claims', on: 'INSERT', when: `NEW.client_address = '${recorded}'`, seconds: 0.3 },
         () =>
           Promise.all(
             Array.from({ length: 4 }, () =>
@@ -445,7 +473,7 @@ describe('instant database abuse limits and the operator switch', () => {
       }
       const claims = await t.dataSource.query<{ database_id: string }[]>(
         'SELECT database_id FROM database_claims WHERE client_address = $1',
-        [address],
+        [recorded],
       );
       expect(claims.map((c) => c.database_id).sort()).toEqual(
         answers
@@ -469,7 +497,7 @@ describe('instant database abuse limits and the operator switch', () => {
         statusCode: 404,
       });
 
-      const address = ownAddress();
+      const { address, recorded } = ownClient();
       // Whatever the body, the answer is an unknown route's (a path of the same length that no route
       // serves gets it): nothing tells that the route exists, not even a validation error.
       const comparable = (r: request.Response) => {
@@ -492,7 +520,7 @@ describe('instant database abuse limits and the operator switch', () => {
         });
         expect(comparable(hidden)).toEqual(comparable(unknown));
       }
-      expect(await t.dataSource.query('SELECT id FROM database_claims WHERE client_address = $1', [address])).toEqual(
+      expect(await t.dataSource.query('SELECT id FROM database_claims WHERE client_address = $1', [recorded])).toEqual(
         [],
       );
     } finally {
