@@ -114,10 +114,11 @@ export class InvitesRepository {
   }
 
   /**
-   * Takes the e-mail lease for `leaseSeconds` when the invite is still owed its e-mail and no lease
-   * runs, answering what the message needs; nothing otherwise. One statement on the pool.
+   * Takes the e-mail lease for `leaseSeconds` when the invite is still owed its e-mail, no lease
+   * runs and `senderIsMember` (a condition on the invite `i`) holds, answering what the message
+   * needs; nothing otherwise. One statement on the pool.
    */
-  async leaseEmail(inviteId: string, leaseSeconds: number): Promise<LeasedInvite | undefined> {
+  async leaseEmail(inviteId: string, leaseSeconds: number, senderIsMember: string): Promise<LeasedInvite | undefined> {
     const [invite] = await writeRows<LeasedInvite>(
       this.dataSource,
       `UPDATE invites i
@@ -126,7 +127,7 @@ export class InvitesRepository {
         WHERE i.id = $1 AND w.id = i.workspace_id AND s.id = i.sender_id
           AND i.state = '${InviteState.EmailPending}' AND i.email_sent_at IS NULL AND i.expires_at > now()
           AND i.code_ciphertext IS NOT NULL
-          AND (i.email_lease_until IS NULL OR i.email_lease_until < now())
+          AND (i.email_lease_until IS NULL OR i.email_lease_until < now()) AND ${senderIsMember}
        RETURNING i.email, i.code_ciphertext, i.expires_at, w.name AS workspace_name, s.email AS sender_email`,
       [inviteId],
     );
@@ -158,14 +159,16 @@ export class InvitesRepository {
   }
 
   /**
-   * Ids of the invites still owed an e-mail: read from IDX_invites_email_owed, not from every invite
-   * ever sent (the state is a literal, so any plan, a generic one included, matches its condition).
+   * Ids of the invites still owed an e-mail whose `senderIsMember` (a condition on the invite `i`)
+   * holds: read from IDX_invites_email_owed, not from every invite ever sent (the state is a
+   * literal, so any plan, a generic one included, matches its condition).
    */
-  async owedEmailIds(): Promise<string[]> {
+  async owedEmailIds(senderIsMember: string): Promise<string[]> {
     const rows = await this.repo
       .createQueryBuilder('i')
       .select('i.id', 'id')
       .where(`i.state = '${InviteState.EmailPending}' AND i.email_sent_at IS NULL AND i.expires_at > now()`)
+      .andWhere(senderIsMember)
       .getRawMany<{ id: string }>();
     return rows.map((r) => r.id);
   }

@@ -27,16 +27,22 @@ import { Mailer } from './mailer.service';
 const EMAIL_LEASE_SECONDS = 120;
 /** What is kept of the lease when a sent e-mail's record is retried: it stops that long before the lease ends. */
 const RECORD_SENT_MARGIN_MS = 10_000;
+/** An invite works only while its sender is a member: removing a member withdraws what they sent. */
+const SENDER_GONE = 'This invite was withdrawn: the member who sent it is no longer in the workspace';
 
 /**
  * Invites: EMAIL_PENDING (created; an e-mail is owed) → EMAIL_SENT (the job delivered it) →
  * VERIFIED (accepted). EMAIL_PENDING/EMAIL_SENT read EXPIRED once `expiresAt` has passed.
- * Deleting an invite removes it, so its code stops working.
+ * Deleting an invite removes it, so its code stops working; so does removing its sender from the
+ * workspace (or deleting their account): an invite is a member's word, and no longer counts once
+ * they are out, or a removed member could bring themselves back with a second address.
  */
 @Injectable()
 export class InvitesService implements OnModuleInit {
   private readonly logger = new Logger(InvitesService.name);
   private mailHostName?: string;
+  /** The e-mail lease's condition (the statement's alias `i` is the invite): its sender is still a member. */
+  private readonly senderIsMember: string;
 
   constructor(
     private readonly txHost: MetadataTransactions,
@@ -48,7 +54,9 @@ export class InvitesService implements OnModuleInit {
     private readonly workspaces: WorkspacesService,
     private readonly mailer: Mailer,
     private readonly developers: DevelopersService,
-  ) {}
+  ) {
+    this.senderIsMember = workspaces.activeMemberCondition('i.workspace_id', 'i.sender_id');
+  }
 
   onModuleInit(): void {
     this.reconciler.register('invite-emails', () => this.redispatchOwedEmails());
@@ -114,6 +122,9 @@ export class InvitesService implements OnModuleInit {
     if (!invite)
       throw new ApiException(ErrorCode.EntityNotFound, 'Invite not found: the code is wrong or the invite was deleted');
     this.assertUsable(invite);
+    if (!(await this.workspaces.isActiveMember(invite.workspaceId, invite.senderId))) {
+      throw new ApiException(ErrorCode.BadRequest, SENDER_GONE);
+    }
     return invite;
   }
 
@@ -159,7 +170,9 @@ export class InvitesService implements OnModuleInit {
       if (invite.email !== developer.email.toLowerCase()) {
         throw new ApiException(ErrorCode.ForbiddenOperation, 'This invite was sent to another e-mail address');
       }
-      await this.workspaces.addMember(invite.workspaceId, developer.id);
+      if (!(await this.workspaces.addMemberSponsoredBy(invite.workspaceId, developer.id, invite.senderId))) {
+        throw new ApiException(ErrorCode.BadRequest, SENDER_GONE);
+      }
       await this.invites.markVerified(invite.id, developer.id);
       return WorkspaceResponse.from(workspace!);
     });
@@ -177,7 +190,7 @@ export class InvitesService implements OnModuleInit {
     // The lease and what the message needs, in one statement. The lease ends no sooner than this
     // clock's reading before it was taken, plus its length.
     const leaseEnds = Date.now() + EMAIL_LEASE_SECONDS * 1000;
-    const invite = await this.invites.leaseEmail(inviteId, EMAIL_LEASE_SECONDS);
+    const invite = await this.invites.leaseEmail(inviteId, EMAIL_LEASE_SECONDS, this.senderIsMember);
     if (!invite) return 'skipped';
     await this.sendLeased(inviteId, invite);
     // An invite accepted while its e-mail went out keeps its state. Retried only while the lease
@@ -245,7 +258,7 @@ export class InvitesService implements OnModuleInit {
 
   /** Reconciler task: every invite still owed an e-mail gets its job back (a lost or exhausted job). */
   private async redispatchOwedEmails(): Promise<void> {
-    for (const id of await this.invites.owedEmailIds()) await this.dispatchEmail(id, true);
+    for (const id of await this.invites.owedEmailIds(this.senderIsMember)) await this.dispatchEmail(id, true);
   }
 
   private assertUsable(invite: InviteEntity): void {

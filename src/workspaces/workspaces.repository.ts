@@ -73,6 +73,22 @@ export class WorkspacesRepository {
     return this.members.existsBy({ workspaceId, developerId });
   }
 
+  /** See WorkspacesService.activeMemberCondition. */
+  activeMemberCondition(workspaceIdExpr: string, developerIdExpr: string): string {
+    return `EXISTS (SELECT 1 FROM workspace_members m JOIN developers d ON d.id = m.developer_id
+                     WHERE m.workspace_id = ${workspaceIdExpr} AND m.developer_id = ${developerIdExpr}
+                       AND d.deleted IS NULL)`;
+  }
+
+  /** A member whose account is not deleted. */
+  async isActiveMember(workspaceId: string, developerId: string): Promise<boolean> {
+    const [row] = await this.txHost.tx.query<{ active: boolean }[]>(
+      `SELECT ${this.activeMemberCondition('$1', '$2')} AS active`,
+      [workspaceId, developerId],
+    );
+    return row.active;
+  }
+
   /** See WorkspacesService.memberWithEmailCondition. */
   memberWithEmailCondition(workspaceIdParam: string, emailParam: string): string {
     return `EXISTS (SELECT 1 FROM workspace_members m JOIN developers d ON d.id = m.developer_id

@@ -68,6 +68,34 @@ export class WorkspacesService {
     return this.workspaces.memberWithEmailCondition(workspaceIdParam, emailParam);
   }
 
+  /**
+   * An SQL condition, true when the developer whose id is `developerIdExpr` is a member of the
+   * workspace whose id is `workspaceIdExpr` and their account is not deleted: for a statement of
+   * another module that must check it in the same round trip (an invite's e-mail, owed only while
+   * its sender is a member).
+   */
+  activeMemberCondition(workspaceIdExpr: string, developerIdExpr: string): string {
+    return this.workspaces.activeMemberCondition(workspaceIdExpr, developerIdExpr);
+  }
+
+  /** Whether the developer is a member of the workspace and their account is not deleted. */
+  isActiveMember(workspaceId: string, developerId: string): Promise<boolean> {
+    return this.workspaces.isActiveMember(workspaceId, developerId);
+  }
+
+  /**
+   * Adds a member on an existing member's word (an invite's sender), in the transaction the context
+   * carries: under the workspace's row lock, which a removal takes too, and only while `sponsorId`
+   * is still an active member, so a member removed meanwhile can bring nobody in. False, and
+   * nothing added, when the sponsor is not.
+   */
+  async addMemberSponsoredBy(workspaceId: string, developerId: string, sponsorId: string): Promise<boolean> {
+    await this.workspaces.lock(workspaceId);
+    if (!(await this.workspaces.isActiveMember(workspaceId, sponsorId))) return false;
+    await this.workspaces.addMember(workspaceId, developerId);
+    return true;
+  }
+
   /** Ids of the workspace's members, in the order they joined. */
   memberIds(workspaceId: string): Promise<string[]> {
     return this.workspaces.memberIds(workspaceId);

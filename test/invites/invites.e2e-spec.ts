@@ -1,4 +1,5 @@
 import { InvitesService } from '../../src/invites/invites.service';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
 import { createWorkspace } from '../databases/support';
 import { freePort } from '../support/free-port';
@@ -109,6 +110,56 @@ describe('invites', () => {
     expect(refused.body.errorCode).toBe('forbidden_operation');
     const invitee = await createDeveloperWithToken(t.app, { email: email.toUpperCase() });
     await t.http.post('/invites/accept').set(invitee.auth).send({ code: res.body.code }).expect(200);
+  });
+
+  it("withdraws a member's invites when the member is removed: their codes no longer join, their e-mails still owed are not sent", async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await createWorkspace(t, owner.auth);
+    const insider = await createDeveloperWithToken(t.app);
+    const joined = await programmaticInvite(owner.auth, ws.slug, insider.developer.email);
+    await t.http.post('/invites/accept').set(insider.auth).send({ code: joined.code }).expect(200);
+    // The insider invites a second address of their own, and someone by e-mail, whose message waits.
+    const secondSelf = await createDeveloperWithToken(t.app);
+    const comeback = await programmaticInvite(insider.auth, ws.slug, secondSelf.developer.email);
+    const emails = t.app.get(JobDispatcher).queue(Queues.InviteEmail);
+    await emails.pause(true);
+    let owed: { id: string; email: string };
+    try {
+      owed = (
+        await t.http
+          .post(`/workspaces/${ws.slug}/invites`)
+          .set(insider.auth)
+          .send({ email: uniqueEmail('owed') })
+          .expect(201)
+      ).body;
+      await t.http.delete(`/workspaces/${ws.slug}/developers/${insider.developer.id}`).set(owner.auth).expect(204);
+    } finally {
+      await emails.resume(true);
+    }
+
+    const withdrawn = {
+      errorCode: 'bad_request',
+      message: 'This invite was withdrawn: the member who sent it is no longer in the workspace',
+      statusCode: 400,
+    };
+    const refused = await t.http.post('/invites/accept').set(secondSelf.auth).send({ code: comeback.code }).expect(400);
+    expect(refused.body).toEqual(withdrawn);
+    const page = await t.http.get(`/invites/accept?code=${comeback.code}`).expect(400);
+    expect(page.text).toContain('no longer in the workspace');
+    const members = await t.dataSource.query<{ developer_id: string }[]>(
+      'SELECT developer_id FROM workspace_members WHERE workspace_id = $1',
+      [ws.id],
+    );
+    expect(members).toEqual([{ developer_id: owner.developer.id }]);
+
+    await reconcile(t.app);
+    await untilQueueIdle(t.app, Queues.InviteEmail);
+    expect(smtp.messagesTo(owed.email)).toEqual([]);
+    expect(await inviteRow(owed.id)).toMatchObject({ state: 'EMAIL_PENDING', email_sent_at: null });
+    // The remaining members still see both invites, and can delete them.
+    const listed = await t.http.get(`/workspaces/${ws.slug}/invites`).set(owner.auth).expect(200);
+    expect(listed.body.map((i: { id: string }) => i.id)).toEqual(expect.arrayContaining([comeback.id, owed.id]));
+    await t.http.delete(`/workspaces/${ws.slug}/invites/${owed.id}`).set(owner.auth).expect(204);
   });
 
   it('refuses to invite a member or an address with a pending invite (409), and a bad address (400)', async () => {
