@@ -46,7 +46,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     }),
   );
   app.useBodyParser('json', { limit: config.env.BODY_LIMIT_BYTES });
-  app.useBodyParser('urlencoded', { limit: config.env.BODY_LIMIT_BYTES, extended: false });
+  // Forms are read only on the routes that take them (FormBody); JsonBodyOfAnyType reads the rest.
 
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
 
