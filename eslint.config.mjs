@@ -20,6 +20,26 @@ export default tseslint.config(
     },
   },
   {
+    // class-validator's IsOptional also lets JSON null through, which no request field means.
+    files: ['src/**/*.ts'],
+    ignores: ['src/config/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'class-validator',
+              importNames: ['IsOptional'],
+              message:
+                'Use IsOptionalNotNull from src/common/http/validation.ts: an optional field is omitted, never null.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', '**/*.spec.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-member-access': 'off',

@@ -5,13 +5,30 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import basicAuth from 'express-basic-auth';
 import helmet from 'helmet';
+import { createHash } from 'node:crypto';
 import { Logger } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { installHttpMetrics, installMetricsEndpoint } from './observability/metrics-endpoint';
 import { JobDispatcher } from './queues/job-dispatcher';
 import { ALL_QUEUES } from './queues/queue-names';
 
+/** The version of the interface; the document's version adds a revision suffix (see interfaceRevision). */
 export const API_VERSION = '0.1.0';
+
+/**
+ * The revision suffix of the document's version ("0.1.0-" followed by it, as the published document
+ * carries): the first 7 hex digits of the SHA-256 of the document without its version. It changes
+ * exactly when the interface as documented changes, and every build of the same app gives the same
+ * one, so the committed openapi.json (checked against the app in CI) stays current from commit to
+ * commit until the interface changes; a commit hash would make it stale at every commit.
+ */
+export function interfaceRevision(document: OpenAPIObject): string {
+  const { version: _version, ...info } = document.info;
+  return createHash('sha256')
+    .update(JSON.stringify({ ...document, info }))
+    .digest('hex')
+    .slice(0, 7);
+}
 
 /** Builds the OpenAPI document of the running app (served at /docs and written by `npm run openapi`). */
 export function buildOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
@@ -24,7 +41,9 @@ export function buildOpenApiDocument(app: NestExpressApplication): OpenAPIObject
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, 'jwtBearerAuth')
     .addSecurityRequirements('jwtBearerAuth')
     .build();
-  return SwaggerModule.createDocument(app, config, { operationIdFactory: (_controller, method) => method });
+  const document = SwaggerModule.createDocument(app, config, { operationIdFactory: (_controller, method) => method });
+  document.info.version = `${API_VERSION}-${interfaceRevision(document)}`;
+  return document;
 }
 
 /**
@@ -46,7 +65,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     }),
   );
   app.useBodyParser('json', { limit: config.env.BODY_LIMIT_BYTES });
-  app.useBodyParser('urlencoded', { limit: config.env.BODY_LIMIT_BYTES, extended: false });
+  // Forms are read only on the routes that take them (FormBody); JsonBodyOfAnyType reads the rest.
 
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
 

@@ -1,4 +1,5 @@
-import { Module } from '@nestjs/common';
+import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { FormBody } from '../common/http/form-body.middleware';
 import { DevelopersModule } from '../developers/developers.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { InviteAcceptanceController } from './invite-acceptance.controller';
@@ -14,4 +15,9 @@ import { Mailer } from './mailer.service';
   providers: [InvitesRepository, InvitesService, Mailer],
   exports: [InvitesService],
 })
-export class InvitesModule {}
+export class InvitesModule implements NestModule {
+  /** The join page's form. */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(FormBody).forRoutes({ path: 'invites/join', method: RequestMethod.POST });
+  }
+}

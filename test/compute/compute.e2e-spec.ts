@@ -359,7 +359,7 @@ describe('dedicated compute', () => {
       expect(await periodsOf(t, ready.instanceId)).toEqual(periodsBefore);
     });
 
-    it('refuses an empty update, an unknown size and a bad name (400), and unknown instances (404)', async () => {
+    it('refuses an empty update, an unknown size, a bad name and JSON null (400), and unknown instances (404)', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const ready = await createReadyInstance(db, 'dc-small');
       const bad: [object, RegExp][] = [
@@ -368,6 +368,11 @@ describe('dedicated compute', () => {
         [{ instanceName: '' }, /instanceName must be 1 to 512 characters long/],
         [{ instanceName: 'x'.repeat(513) }, /instanceName must be 1 to 512 characters long/],
         [{ instanceName: '\u0000' }, /instanceName must not contain NUL characters/],
+        // JSON null is not "leave it as it is": an optional field is either omitted or a value.
+        [{ instanceSize: null }, /\binstanceSize must be a string\b/],
+        [{ instanceName: null }, /\binstanceName must be a string\b/],
+        [{ instanceSize: null, instanceName: 'renamed' }, /\binstanceSize must be a string\b/],
+        [{ instanceSize: 'dc-medium', instanceName: null }, /\binstanceName must be a string\b/],
       ];
       for (const [body, message] of bad) {
         const res = await t.http.put(computePath(db, ready.instanceId)).set(auth).send(body).expect(400);

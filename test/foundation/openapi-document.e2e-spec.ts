@@ -1,7 +1,10 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildOpenApiDocument } from '../../src/app.setup';
+import { freePort } from '../support/free-port';
 
 interface Response {
   description?: string;
@@ -14,6 +17,18 @@ interface Operation {
   responses?: Record<string, Response>;
 }
 import { createTestApp, TestApp } from '../support/test-app';
+
+const root = join(__dirname, '..', '..');
+const committedDocument = () => JSON.parse(readFileSync(join(root, 'openapi.json'), 'utf8')) as OpenAPIObject;
+
+/** The first 7 hex digits of the SHA-256 of the document without its version (computed here independently). */
+function revisionOf(document: OpenAPIObject): string {
+  const { version: _version, ...info } = document.info;
+  return createHash('sha256')
+    .update(JSON.stringify({ ...document, info }))
+    .digest('hex')
+    .slice(0, 7);
+}
 
 /** Operations that take no request body by design (the published API declares none). */
 const NO_BODY = new Set(['POST /workspaces/{workspaceSlug}/databases/{databaseName}/credentials']);
@@ -46,13 +61,29 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
     let document: OpenAPIObject;
     beforeAll(async () => {
       if (source.startsWith('committed')) {
-        document = JSON.parse(readFileSync(join(__dirname, '..', '..', 'openapi.json'), 'utf8')) as OpenAPIObject;
+        document = committedDocument();
         return;
       }
       t = await createTestApp();
       document = buildOpenApiDocument(t.app);
     });
     afterAll(() => t?.close());
+
+    it('carries the version 0.1.0 followed by a revision suffix that is a digest of the rest of the document', () => {
+      expect(document.info.version).toMatch(/^0\.1\.0-[0-9a-f]{7}$/);
+      expect(document.info.version).toBe(`0.1.0-${revisionOf(document)}`);
+    });
+
+    if (!source.startsWith('committed')) {
+      it('gets the same version from every build of the document', () => {
+        expect(buildOpenApiDocument(t!.app).info.version).toBe(document.info.version);
+      });
+
+      it('serves the same version at /docs-json', async () => {
+        const served = await t!.http.get('/docs-json').expect(200);
+        expect(served.body.info.version).toBe(document.info.version);
+      });
+    }
 
     it('gives every operation a summary', () => {
       const missing = operations(document)
@@ -98,3 +129,38 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
     });
   },
 );
+
+describe('the built API (dist, as deployed)', () => {
+  it('serves at /docs-json exactly the committed openapi.json, version included', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [join(root, 'dist/src/main.js')], {
+      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'silent', WORKERS: 'off', DATABASE_POOL_TARGET: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+    const guard = setTimeout(() => child.kill('SIGKILL'), 30000);
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      for (let i = 0; ; i++) {
+        const up = await fetch(`${base}/health/live`).then(
+          () => true,
+          () => false,
+        );
+        if (up) break;
+        if (i > 200) throw new Error(`the API did not start:\n${output}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const served = (await (await fetch(`${base}/docs-json`)).json()) as OpenAPIObject;
+      const committed = committedDocument();
+      expect(served.info.version).toBe(committed.info.version);
+      expect(served).toEqual(committed);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      clearTimeout(guard);
+    }
+  });
+});

@@ -22,6 +22,7 @@ import {
   FUZZ_RUNS,
   isErrorBody,
   nestingCase,
+  nullFieldCase,
   prototypeKeyCase,
 } from './support/fuzz-cases';
 import { RawHttp, RawResponse } from './support/raw-http';
@@ -263,6 +264,27 @@ describe('fuzzing every API route (generated from the router table and the DTO m
         Math.max(2, FUZZ_RUNS / 10),
       );
       if (failure) failures.push(failure);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('answers JSON null in any body field, optional ones included, with 400 bad_request naming the field, on every route with a body', async () => {
+    const failures: string[] = [];
+    for (const route of apiRoutes().filter((r) => r.body)) {
+      for (const { name } of route.body!.fields) {
+        const failure = await runProperty(
+          `${route.method} ${route.path} ${name} null`,
+          nullFieldCase(route, name, () => fixtures, auth),
+          (c) =>
+            check(route, c, (res) =>
+              isBadRequest(res) && String((res.json as { message?: unknown }).message).includes(name)
+                ? null
+                : `expected 400 bad_request naming ${name}`,
+            ),
+          Math.max(2, FUZZ_RUNS / 10),
+        );
+        if (failure) failures.push(failure);
+      }
     }
     expect(failures).toEqual([]);
   });

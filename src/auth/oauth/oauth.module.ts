@@ -1,5 +1,6 @@
-import { Module } from '@nestjs/common';
+import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { FormBody } from '../../common/http/form-body.middleware';
 import { AppConfig } from '../../config/app-config';
 import { DevelopersModule } from '../../developers/developers.module';
 import { AuthAttemptsGuard, TokenAttemptsGuard } from './auth-attempts.guard';
@@ -45,4 +46,14 @@ import { WellKnownController } from './well-known.controller';
   ],
   exports: [OAuthClientsService],
 })
-export class OAuthModule {}
+export class OAuthModule implements NestModule {
+  /** The token endpoint and the login page take forms. */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer
+      .apply(FormBody)
+      .forRoutes(
+        { path: 'oauth2/token', method: RequestMethod.POST },
+        { path: 'authorize', method: RequestMethod.POST },
+      );
+  }
+}

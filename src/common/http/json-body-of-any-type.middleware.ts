@@ -5,9 +5,10 @@ import { AppConfig } from '../../config/app-config';
 /**
  * The published API declares some request bodies as `*∕*` while their payload is JSON (the workspace
  * create, the credential rotation, the compute create and update, the subscription writes): parse
- * them as JSON whatever Content-Type the client sent (or none). Each module mounts it on those routes. Bodies the global
- * parsers have read already (application/json, forms) are left as they are; malformed JSON gets
- * the usual 400 bad_request.
+ * them as JSON whatever Content-Type the client sent (or none), a form's included: curl's `-d`
+ * sends application/x-www-form-urlencoded, and no form parser runs on these routes (FormBody is
+ * mounted only where forms are taken). Each module mounts it on those routes. A body the global
+ * JSON parser has read already is left as it is; malformed JSON gets the usual 400 bad_request.
  */
 @Injectable()
 export class JsonBodyOfAnyType implements NestMiddleware {

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min, NotContains } from 'class-validator';
+import { IsInt, IsString, Max, MaxLength, Min, NotContains } from 'class-validator';
+import { IsOptionalNotNull } from '../../common/http/validation';
 
 export class RotateCredentialsDto {
   /**
@@ -17,7 +18,7 @@ export class RotateCredentialsDto {
    * Why the credentials are rotated; recorded with the rotation.
    * @example "quarterly rotation"
    */
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsString()
   @MaxLength(1000)
   // PostgreSQL text cannot hold NUL: refuse it before a role is made for a rotation that cannot be recorded.

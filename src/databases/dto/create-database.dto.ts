@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsIn, IsOptional } from 'class-validator';
+import { IsBoolean, IsIn } from 'class-validator';
+import { IsOptionalNotNull } from '../../common/http/validation';
 import { CREATABLE_REGIONS, type Region } from '../../config/regions';
 import { IsDatabaseName } from '../database-name';
 
@@ -19,7 +20,7 @@ export class CreateDatabaseDto {
 
   /** True for a sharded database (needs a data plane that offers sharding), false for regular PostgreSQL. */
   @ApiPropertyOptional({ default: false })
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsBoolean()
   sharded?: boolean;
 }

@@ -1,12 +1,13 @@
 import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsUUID, Max, Min } from 'class-validator';
+import { IsInt, IsUUID, Max, Min } from 'class-validator';
+import { IsOptionalNotNull } from '../../common/http/validation';
 
 export const DEFAULT_DATABASE_PAGE = 200;
 export const MAX_DATABASE_PAGE = 1000;
 
 export class ListDatabasesQueryDto {
   /** Page size: at most 1000; 200 when omitted. When more remain, a `Link: <…>; rel="next"` header points to the next page. */
-  @IsOptional()
+  @IsOptionalNotNull()
   @Type(() => Number)
   @IsInt()
   @Min(1)
@@ -14,7 +15,7 @@ export class ListDatabasesQueryDto {
   limit?: number;
 
   /** Opaque cursor from a previous page's `Link` header. */
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsUUID(undefined, { message: 'cursor is not a cursor this service issued' })
   cursor?: string;
 }

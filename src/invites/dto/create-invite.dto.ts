@@ -1,4 +1,5 @@
-import { IsBoolean, IsEmail, IsOptional, MaxLength } from 'class-validator';
+import { IsBoolean, IsEmail, MaxLength } from 'class-validator';
+import { IsOptionalNotNull } from '../../common/http/validation';
 
 /** Parameters for inviting a developer to a workspace. */
 export class CreateInviteDto {
@@ -11,7 +12,7 @@ export class CreateInviteDto {
   email!: string;
 
   /** If true, the response also carries the invite code (for programmatic acceptance). */
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsBoolean()
   programmatic?: boolean;
 }

@@ -1,4 +1,5 @@
-import { IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsString, MaxLength } from 'class-validator';
+import { IsOptionalNotNull } from '../../common/http/validation';
 
 /** The join page's form (application/x-www-form-urlencoded). */
 export class JoinFormDto {
@@ -11,7 +12,7 @@ export class JoinFormDto {
   password!: string;
 
   /** From the e-mailed link: needed to create an account (signing in needs only the password). */
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsString()
   @MaxLength(200)
   proof?: string;

@@ -1,9 +1,10 @@
-import { IsEnum, IsOptional } from 'class-validator';
+import { IsEnum } from 'class-validator';
+import { IsOptionalNotNull } from '../../common/http/validation';
 import { InviteState } from '../invite.entity';
 
 export class ListInvitesQueryDto {
   /** Only invites in this state. */
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsEnum(InviteState, { message: `verificationState must be one of ${Object.values(InviteState).join(', ')}` })
   verificationState?: InviteState;
 }

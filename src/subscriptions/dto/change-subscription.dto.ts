@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsOptional } from 'class-validator';
+import { IsIn } from 'class-validator';
+import { IsOptionalNotNull } from '../../common/http/validation';
 import { IsIsoDateTime } from '../../common/http/iso-date-time';
 import { ALL_SUBSCRIPTION_LEVELS, LEVEL_MESSAGE, normalizeLevel, SubscriptionLevel } from '../subscription-level';
 
@@ -17,7 +18,7 @@ export class ChangeSubscriptionRequest {
    * omitted. A later change made before this moment replaces this one.
    */
   @ApiPropertyOptional({ format: 'date-time', example: '2025-04-01T00:00:00Z' })
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsIsoDateTime()
   validFrom?: string;
 }

@@ -1,11 +1,11 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional } from 'class-validator';
+import { IsOptionalNotNull } from '../../common/http/validation';
 import { IsIsoDateTime } from '../../common/http/iso-date-time';
 
 export class CloseSubscriptionQueryDto {
   /** When the subscription ends (ISO 8601 date-time with a time zone, not in the past); now when omitted. */
   @ApiPropertyOptional({ format: 'date-time', example: '2025-04-01T00:00:00Z' })
-  @IsOptional()
+  @IsOptionalNotNull()
   @IsIsoDateTime()
   validTo?: string;
 }

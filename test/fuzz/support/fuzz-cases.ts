@@ -325,6 +325,26 @@ export function prototypeKeyCase(
     }));
 }
 
+/**
+ * A valid body but for one field, given as JSON null. No field of the published API takes null:
+ * an optional field is omitted or has a value, so null must be a 400 naming the field (never a
+ * 500 from a service that tested `=== undefined`, nor a database constraint error).
+ */
+export function nullFieldCase(
+  route: CatalogRoute,
+  field: string,
+  fixtures: () => Fixtures,
+  auth: Record<string, string>,
+): fc.Arbitrary<FuzzCase> {
+  return validBody(route.body!).map((body) => ({
+    label: `body ${field} = null`,
+    method: route.method,
+    path: fillPath(route, fixtures()),
+    headers: { ...auth, ...JSON_TYPE },
+    body: objectSource([...entriesOf(body).filter(([k]) => k !== field), [field, 'null']]),
+  }));
+}
+
 export function describeCase(c: FuzzCase, res: RawResponse): string {
   const body =
     c.body === undefined
