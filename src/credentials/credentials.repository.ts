@@ -70,8 +70,18 @@ export class CredentialsRepository {
     return new Set((await this.repo.find({ select: { id: true }, where: { id: In(ids) } })).map((c) => c.id));
   }
 
-  async setExpiresAt(id: string, expiresAt: Date): Promise<void> {
-    await this.repo.update({ id }, { expiresAt });
+  /**
+   * Makes the credential expire at `at` unless it is dropped or expires earlier already (a
+   * rotation's expiry is kept): a delete's wish, which the overdue sweep carries out if the delete
+   * does not get to it.
+   */
+  async expireNoLaterThan(id: string, at: Date): Promise<void> {
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ expiresAt: at })
+      .where('id = :id AND dropped IS NULL AND (expires_at IS NULL OR expires_at > :at)', { id, at })
+      .execute();
   }
 
   /** Marks the credential dropped unless it already is; how many rows changed. */

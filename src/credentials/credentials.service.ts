@@ -96,19 +96,23 @@ export class CredentialsService implements OnModuleInit {
     return rows.map((c) => ({ id: c.id, database: summary, created: c.created, expires: c.expiresAt ?? undefined }));
   }
 
-  /** Terminates the credential's sessions and drops its role (what it owned goes to the owner role). */
+  /**
+   * Terminates the credential's sessions and drops its role (what it owned goes to the owner role).
+   * The wish is committed before the data plane is touched (habit 14): the row expires now (an
+   * earlier expiry is kept), so whatever fails or crashes after that, the overdue sweep drops the
+   * role and marks the row dropped, as it does for a rotation's expiry. Until then the credential is
+   * listed with its expiry passed, counts against the plan and can be deleted again.
+   */
   async delete(workspace: WorkspaceEntity, databaseName: string, credentialId: string): Promise<void> {
     const database = await this.databases.findOperable(workspace, databaseName);
     const credential = isUuid(credentialId) ? await this.credentials.findUsable(credentialId, database.id) : null;
     if (!credential) {
       throw new ApiException(ErrorCode.EntityNotFound, `No credential ${credentialId} on database ${databaseName}`);
     }
+    await this.credentials.expireNoLaterThan(credential.id, new Date());
     try {
       await this.dataPlane.dropLoginRole(serverOf(database), database.physicalName, credential.id);
     } catch (err) {
-      // The wish is recorded, so the expiry sweep finishes the job once the data plane answers.
-      const now = new Date();
-      await this.credentials.setExpiresAt(credential.id, now);
       this.logger.error(
         { errorCode: ErrorCode.CredentialPropagationFailure, credentialId, err: messageOf(err) },
         'credential role could not be dropped; the sweep will retry',
@@ -125,7 +129,15 @@ export class CredentialsService implements OnModuleInit {
         )
       );
     }
-    await this.credentials.markDropped(credential.id, new Date());
+    try {
+      await this.credentials.markDropped(credential.id, new Date());
+    } catch (err) {
+      // The role is gone and the wish is recorded: the delete is done; the sweep writes it down.
+      this.logger.error(
+        { credentialId, err: messageOf(err) },
+        'credential role dropped but not yet marked dropped; the sweep will',
+      );
+    }
   }
 
   /**
