@@ -147,4 +147,33 @@ describe('deleting a credential', () => {
     expect(new Date(done.expires_at!).getTime()).toBe(earlier.getTime());
     expect(done.dropped).not.toBeNull();
   });
+
+  it('answers 204 while the VALID UNTIL of the same role is being set again and again (the two take turns on the server)', async () => {
+    const dataPlane = t.app.get(DataPlane);
+    const serverId = await serverIdOf(t);
+    const statuses: number[] = [];
+    const problems: string[] = [];
+    for (let round = 0; round < 10; round += 1) {
+      const cred = await issue();
+      let stop = false;
+      // What a rotation's bookkeeping and the sweep do to a waiting credential, as fast as possible.
+      const reassert = async () => {
+        while (!stop) {
+          await dataPlane
+            .expireLoginRole(serverId, cred.id, new Date(Date.now() + 3600 * 1000))
+            .catch((err: Error) => problems.push(err.message));
+        }
+      };
+      const reasserting = [reassert(), reassert()];
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const res = await t.http.delete(`${path()}/${cred.id}`).set(auth);
+      stop = true;
+      await Promise.all(reasserting);
+      statuses.push(res.status);
+      if (res.status !== 204) problems.push(`round ${round}: ${res.status} ${JSON.stringify(res.body)}`);
+      if (await roleExists(cred.id)) problems.push(`round ${round}: the role is still there`);
+    }
+    expect(problems).toEqual([]);
+    expect(statuses.every((s) => s === 204)).toBe(true);
+  }, 120000);
 });
