@@ -147,6 +147,18 @@ export class CredentialsRepository {
     return this.repo.find({ where: { databaseId, dropped: IsNull(), pending: false, id: Not(exceptId) } });
   }
 
+  /**
+   * How many usable credentials of the database (not dropped, not pending) would still be working
+   * at `at` by their current expiry: a rotation with a delay leaves each of them working until then.
+   */
+  countUsableUnexpiredAt(databaseId: string, at: Date): Promise<number> {
+    return this.repo
+      .createQueryBuilder('c')
+      .where('c.database_id = :databaseId AND c.dropped IS NULL AND NOT c.pending', { databaseId })
+      .andWhere('(c.expires_at IS NULL OR c.expires_at > :at)', { at })
+      .getCount();
+  }
+
   async setRotationExpiry(id: string, expiresAt: Date, rotationId: string): Promise<void> {
     await this.repo.update({ id }, { expiresAt, expiredByRotationId: rotationId });
   }

@@ -146,6 +146,10 @@ export class CredentialsService implements OnModuleInit {
    * the new role exists, with the database row locked exclusively: rotations of one database take
    * turns there, and credentials still pending are not "previous", so a later rotation never has its
    * new credential expired by an earlier one.
+   *
+   * With a delay the previous credentials keep working until then, so a rotation is refused (403)
+   * when more of them would than the plan allows credentials per database (see
+   * assertGraceWithinPlan); a delay of 0 expires them at once and always passes.
    */
   async rotate(
     workspace: WorkspaceEntity,
@@ -155,9 +159,20 @@ export class CredentialsService implements OnModuleInit {
   ): Promise<CreateCredentialResponse> {
     const database = await this.databases.findOperable(workspace, databaseName);
     const delayHours = dto.delayOldSecretsExpirationHours;
+    // Refused here already, before a role is made, when the earlier credentials are too many now;
+    // decided for good in the bookkeeping, where rotations take turns.
+    await this.assertGraceWithinPlan(workspace.id, delayHours, () =>
+      this.credentials.countUsableUnexpiredAt(database.id, new Date()),
+    );
     const issued = await this.issue(database, callerId, {
       extra: async (fresh) => {
-        const expireAt = new Date(Date.now() + delayHours * 3600 * 1000);
+        const now = Date.now();
+        const expireAt = new Date(now + delayHours * 3600 * 1000);
+        const previous = await this.credentials.usableExcept(database.id, fresh.id);
+        // Those already past their expiry stay past it; every other one works until its new expiry.
+        await this.assertGraceWithinPlan(workspace.id, delayHours, () =>
+          Promise.resolve(previous.filter((c) => !c.expiresAt || c.expiresAt.getTime() > now).length),
+        );
         const rotation = await this.credentials.saveRotation({
           databaseId: database.id,
           newCredentialId: fresh.id,
@@ -166,7 +181,6 @@ export class CredentialsService implements OnModuleInit {
           oldExpireAt: expireAt,
           requestedBy: callerId,
         });
-        const previous = await this.credentials.usableExcept(database.id, fresh.id);
         for (const old of previous) {
           if (old.expiresAt && old.expiresAt.getTime() <= expireAt.getTime()) continue;
           old.expiresAt = expireAt;
@@ -285,6 +299,18 @@ export class CredentialsService implements OnModuleInit {
    */
   private async assertRoomInPlan(workspaceId: string, databaseId: string): Promise<void> {
     await this.plans.assertRoomFor(workspaceId, 'credentials', () => this.credentials.countLive(databaseId));
+  }
+
+  /**
+   * Refuses a rotation with a delay that would leave more earlier credentials in their grace window
+   * than the plan allows per database (`inGrace` counts them). A delay of 0 leaves none: not checked.
+   */
+  private async assertGraceWithinPlan(
+    workspaceId: string,
+    delayHours: number,
+    inGrace: () => Promise<number>,
+  ): Promise<void> {
+    if (delayHours > 0) await this.plans.assertRotationWithinPlan(workspaceId, inGrace);
   }
 
   /**
