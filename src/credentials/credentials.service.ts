@@ -210,8 +210,9 @@ export class CredentialsService implements OnModuleInit {
 
   /**
    * One reconcile pass: drops every credential whose expiry has passed (its job may be lost), and
-   * for those still waiting re-asserts `VALID UNTIL` and re-enqueues their job (duplicates collapse);
-   * then drops orphan credential roles (see dropOrphanRoles).
+   * for those still waiting re-enqueues their job (duplicates collapse) and re-asserts `VALID UNTIL`
+   * where the server does not have it (see reassertWaiting); then drops orphan credential roles
+   * (see dropOrphanRoles).
    *
    * A server that does not answer costs the pass one wait for it (the connect timeout, or our
    * statement timeouts): once one of its calls fails so, the pass makes no more calls there and
@@ -287,9 +288,45 @@ export class CredentialsService implements OnModuleInit {
         this.logger.error({ credentialId: id, err: messageOf(err) }, 'expired credential could not be dropped');
       }
     }
-    const waiting = await this.credentials.waitingWithDatabase(now, SWEEP_BATCH);
+    await this.reassertWaiting(await this.credentials.waitingWithDatabase(now, SWEEP_BATCH), unanswering);
+  }
+
+  /**
+   * For credentials still waiting for their expiry: re-enqueues each one's job (a lost one comes
+   * back; duplicates collapse), and sets `VALID UNTIL` again only on the roles that do not carry
+   * the recorded moment: a rotation whose call to the server failed (it did not answer) or never
+   * came (a crash after its bookkeeping), or lost a race. That is what keeps the promise that
+   * PostgreSQL refuses the role on time even if no job runs; the roles are read first, one query
+   * per server, because rewriting every waiting role at every pass wrote the catalog of customers'
+   * servers (and took the role's turn with its drops) for nothing. Servers found not answering
+   * are skipped (see sweep).
+   */
+  private async reassertWaiting(waiting: CredentialEntity[], unanswering: UnansweringServers): Promise<void> {
+    const byServer = new Map<string, CredentialEntity[]>();
     for (const credential of waiting) {
-      if (credential.database) await this.scheduleExpiry(credential.database, credential, unanswering);
+      if (!credential.database || !credential.expiresAt) continue;
+      const serverId = serverOf(credential.database);
+      const list = byServer.get(serverId) ?? [];
+      list.push(credential);
+      byServer.set(serverId, list);
+    }
+    for (const [serverId, credentials] of byServer) {
+      let wrong = new Set<string>();
+      if (!unanswering.skip(serverId)) {
+        try {
+          wrong = await this.dataPlane.rolesNotValidUntil(
+            serverId,
+            credentials.map((c) => ({ role: c.id, at: c.expiresAt! })),
+          );
+        } catch (err) {
+          unanswering.note(serverId, err);
+          this.logger.warn({ serverId, err: messageOf(err) }, 'could not read the VALID UNTIL of waiting credentials');
+        }
+      }
+      for (const credential of credentials) {
+        if (wrong.has(credential.id)) await this.scheduleExpiry(credential.database!, credential, unanswering);
+        else await this.enqueueExpiry(credential.id, credential.expiresAt!);
+      }
     }
   }
 
@@ -497,11 +534,15 @@ export class CredentialsService implements OnModuleInit {
       if (current?.expiresAt?.getTime() === applied.getTime()) break;
     }
     const at = current && !current.dropped ? current.expiresAt : null;
-    if (!at) return;
+    if (at) await this.enqueueExpiry(credential.id, at);
+  }
+
+  /** Enqueues the job that drops the credential's role at `at` (one job per credential and moment). */
+  private async enqueueExpiry(credentialId: string, at: Date): Promise<void> {
     await this.jobs.dispatch(
       'ExpireCredential',
-      { credentialId: credential.id },
-      { jobId: expireJobId(credential.id, at), delayMs: Math.max(0, at.getTime() - Date.now()) },
+      { credentialId },
+      { jobId: expireJobId(credentialId, at), delayMs: Math.max(0, at.getTime() - Date.now()) },
     );
   }
 

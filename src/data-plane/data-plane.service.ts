@@ -407,6 +407,25 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
+   * Of these credential roles, those whose `VALID UNTIL` is not the moment given (roles that are
+   * gone are left out): one read of the catalog, no write, so the sweep rewrites only what is wrong.
+   */
+  async rolesNotValidUntil(serverId: string, expected: { role: string; at: Date }[]): Promise<Set<string>> {
+    if (expected.length === 0) return new Set();
+    const roles = expected.map((e) => assertCredentialRoleName(e.role));
+    const moments = expected.map((e) => e.at.toISOString());
+    return this.on(serverId, async (t) => {
+      const { rows } = await this.admin(t).query<{ role: string }>(
+        `SELECT w.role FROM unnest($1::text[], $2::timestamptz[]) AS w(role, at)
+           JOIN pg_roles r ON r.rolname = w.role
+          WHERE r.rolvaliduntil IS DISTINCT FROM w.at`,
+        [roles, moments],
+      );
+      return new Set(rows.map((r) => r.role));
+    });
+  }
+
+  /**
    * Drops a credential's role: no new logins, its sessions terminated, then in one transaction in
    * its database whatever it still owns is reassigned to the owner role (so nothing another
    * credential uses disappears), its privileges dropped and the role dropped. Idempotent: a role
