@@ -59,7 +59,7 @@ export class CredentialsController {
     operationId: 'rotateCredential',
     summary: 'Rotate the credentials of a database',
     description:
-      'Creates a new credential (returned with its password) and schedules every credential that existed before the call to stop working and be deleted after the delay (0 = at once). `reason` is recorded with the rotation.',
+      'Creates a new credential (returned with its password) and schedules every credential that existed before the call to stop working and be deleted after the delay (0 = at once). `reason` is recorded with the rotation. With a delay, 403 threshold_exceeded when more earlier credentials would then still be working than the plan allows credentials per database (a delay of 0 is never refused).',
   })
   @ApiResponse({ status: 200, type: CreateCredentialResponse })
   @ApiErrors(400, 404, 409)

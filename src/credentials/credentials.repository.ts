@@ -70,8 +70,18 @@ export class CredentialsRepository {
     return new Set((await this.repo.find({ select: { id: true }, where: { id: In(ids) } })).map((c) => c.id));
   }
 
-  async setExpiresAt(id: string, expiresAt: Date): Promise<void> {
-    await this.repo.update({ id }, { expiresAt });
+  /**
+   * Makes the credential expire at `at` unless it is dropped or expires earlier already (a
+   * rotation's expiry is kept): a delete's wish, which the overdue sweep carries out if the delete
+   * does not get to it.
+   */
+  async expireNoLaterThan(id: string, at: Date): Promise<void> {
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ expiresAt: at })
+      .where('id = :id AND dropped IS NULL AND (expires_at IS NULL OR expires_at > :at)', { id, at })
+      .execute();
   }
 
   /** Marks the credential dropped unless it already is; how many rows changed. */
@@ -135,6 +145,18 @@ export class CredentialsRepository {
   /** The database's usable credentials other than `exceptId` (a rotation's previous ones). */
   usableExcept(databaseId: string, exceptId: string): Promise<CredentialEntity[]> {
     return this.repo.find({ where: { databaseId, dropped: IsNull(), pending: false, id: Not(exceptId) } });
+  }
+
+  /**
+   * How many usable credentials of the database (not dropped, not pending) would still be working
+   * at `at` by their current expiry: a rotation with a delay leaves each of them working until then.
+   */
+  countUsableUnexpiredAt(databaseId: string, at: Date): Promise<number> {
+    return this.repo
+      .createQueryBuilder('c')
+      .where('c.database_id = :databaseId AND c.dropped IS NULL AND NOT c.pending', { databaseId })
+      .andWhere('(c.expires_at IS NULL OR c.expires_at > :at)', { at })
+      .getCount();
   }
 
   async setRotationExpiry(id: string, expiresAt: Date, rotationId: string): Promise<void> {

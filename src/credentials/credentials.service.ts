@@ -96,19 +96,23 @@ export class CredentialsService implements OnModuleInit {
     return rows.map((c) => ({ id: c.id, database: summary, created: c.created, expires: c.expiresAt ?? undefined }));
   }
 
-  /** Terminates the credential's sessions and drops its role (what it owned goes to the owner role). */
+  /**
+   * Terminates the credential's sessions and drops its role (what it owned goes to the owner role).
+   * The wish is committed before the data plane is touched (habit 14): the row expires now (an
+   * earlier expiry is kept), so whatever fails or crashes after that, the overdue sweep drops the
+   * role and marks the row dropped, as it does for a rotation's expiry. Until then the credential is
+   * listed with its expiry passed, counts against the plan and can be deleted again.
+   */
   async delete(workspace: WorkspaceEntity, databaseName: string, credentialId: string): Promise<void> {
     const database = await this.databases.findOperable(workspace, databaseName);
     const credential = isUuid(credentialId) ? await this.credentials.findUsable(credentialId, database.id) : null;
     if (!credential) {
       throw new ApiException(ErrorCode.EntityNotFound, `No credential ${credentialId} on database ${databaseName}`);
     }
+    await this.credentials.expireNoLaterThan(credential.id, new Date());
     try {
       await this.dataPlane.dropLoginRole(serverOf(database), database.physicalName, credential.id);
     } catch (err) {
-      // The wish is recorded, so the expiry sweep finishes the job once the data plane answers.
-      const now = new Date();
-      await this.credentials.setExpiresAt(credential.id, now);
       this.logger.error(
         { errorCode: ErrorCode.CredentialPropagationFailure, credentialId, err: messageOf(err) },
         'credential role could not be dropped; the sweep will retry',
@@ -125,7 +129,15 @@ export class CredentialsService implements OnModuleInit {
         )
       );
     }
-    await this.credentials.markDropped(credential.id, new Date());
+    try {
+      await this.credentials.markDropped(credential.id, new Date());
+    } catch (err) {
+      // The role is gone and the wish is recorded: the delete is done; the sweep writes it down.
+      this.logger.error(
+        { credentialId, err: messageOf(err) },
+        'credential role dropped but not yet marked dropped; the sweep will',
+      );
+    }
   }
 
   /**
@@ -134,6 +146,10 @@ export class CredentialsService implements OnModuleInit {
    * the new role exists, with the database row locked exclusively: rotations of one database take
    * turns there, and credentials still pending are not "previous", so a later rotation never has its
    * new credential expired by an earlier one.
+   *
+   * With a delay the previous credentials keep working until then, so a rotation is refused (403)
+   * when more of them would than the plan allows credentials per database (see
+   * assertGraceWithinPlan); a delay of 0 expires them at once and always passes.
    */
   async rotate(
     workspace: WorkspaceEntity,
@@ -143,9 +159,20 @@ export class CredentialsService implements OnModuleInit {
   ): Promise<CreateCredentialResponse> {
     const database = await this.databases.findOperable(workspace, databaseName);
     const delayHours = dto.delayOldSecretsExpirationHours;
+    // Refused here already, before a role is made, when the earlier credentials are too many now;
+    // decided for good in the bookkeeping, where rotations take turns.
+    await this.assertGraceWithinPlan(workspace.id, delayHours, () =>
+      this.credentials.countUsableUnexpiredAt(database.id, new Date()),
+    );
     const issued = await this.issue(database, callerId, {
       extra: async (fresh) => {
-        const expireAt = new Date(Date.now() + delayHours * 3600 * 1000);
+        const now = Date.now();
+        const expireAt = new Date(now + delayHours * 3600 * 1000);
+        const previous = await this.credentials.usableExcept(database.id, fresh.id);
+        // Those already past their expiry stay past it; every other one works until its new expiry.
+        await this.assertGraceWithinPlan(workspace.id, delayHours, () =>
+          Promise.resolve(previous.filter((c) => !c.expiresAt || c.expiresAt.getTime() > now).length),
+        );
         const rotation = await this.credentials.saveRotation({
           databaseId: database.id,
           newCredentialId: fresh.id,
@@ -154,7 +181,6 @@ export class CredentialsService implements OnModuleInit {
           oldExpireAt: expireAt,
           requestedBy: callerId,
         });
-        const previous = await this.credentials.usableExcept(database.id, fresh.id);
         for (const old of previous) {
           if (old.expiresAt && old.expiresAt.getTime() <= expireAt.getTime()) continue;
           old.expiresAt = expireAt;
@@ -184,8 +210,9 @@ export class CredentialsService implements OnModuleInit {
 
   /**
    * One reconcile pass: drops every credential whose expiry has passed (its job may be lost), and
-   * for those still waiting re-asserts `VALID UNTIL` and re-enqueues their job (duplicates collapse);
-   * then drops orphan credential roles (see dropOrphanRoles).
+   * for those still waiting re-enqueues their job (duplicates collapse) and re-asserts `VALID UNTIL`
+   * where the server does not have it (see reassertWaiting); then drops orphan credential roles
+   * (see dropOrphanRoles).
    *
    * A server that does not answer costs the pass one wait for it (the connect timeout, or our
    * statement timeouts): once one of its calls fails so, the pass makes no more calls there and
@@ -261,9 +288,45 @@ export class CredentialsService implements OnModuleInit {
         this.logger.error({ credentialId: id, err: messageOf(err) }, 'expired credential could not be dropped');
       }
     }
-    const waiting = await this.credentials.waitingWithDatabase(now, SWEEP_BATCH);
+    await this.reassertWaiting(await this.credentials.waitingWithDatabase(now, SWEEP_BATCH), unanswering);
+  }
+
+  /**
+   * For credentials still waiting for their expiry: re-enqueues each one's job (a lost one comes
+   * back; duplicates collapse), and sets `VALID UNTIL` again only on the roles that do not carry
+   * the recorded moment: a rotation whose call to the server failed (it did not answer) or never
+   * came (a crash after its bookkeeping), or lost a race. That is what keeps the promise that
+   * PostgreSQL refuses the role on time even if no job runs; the roles are read first, one query
+   * per server, because rewriting every waiting role at every pass wrote the catalog of customers'
+   * servers (and took the role's turn with its drops) for nothing. Servers found not answering
+   * are skipped (see sweep).
+   */
+  private async reassertWaiting(waiting: CredentialEntity[], unanswering: UnansweringServers): Promise<void> {
+    const byServer = new Map<string, CredentialEntity[]>();
     for (const credential of waiting) {
-      if (credential.database) await this.scheduleExpiry(credential.database, credential, unanswering);
+      if (!credential.database || !credential.expiresAt) continue;
+      const serverId = serverOf(credential.database);
+      const list = byServer.get(serverId) ?? [];
+      list.push(credential);
+      byServer.set(serverId, list);
+    }
+    for (const [serverId, credentials] of byServer) {
+      let wrong = new Set<string>();
+      if (!unanswering.skip(serverId)) {
+        try {
+          wrong = await this.dataPlane.rolesNotValidUntil(
+            serverId,
+            credentials.map((c) => ({ role: c.id, at: c.expiresAt! })),
+          );
+        } catch (err) {
+          unanswering.note(serverId, err);
+          this.logger.warn({ serverId, err: messageOf(err) }, 'could not read the VALID UNTIL of waiting credentials');
+        }
+      }
+      for (const credential of credentials) {
+        if (wrong.has(credential.id)) await this.scheduleExpiry(credential.database!, credential, unanswering);
+        else await this.enqueueExpiry(credential.id, credential.expiresAt!);
+      }
     }
   }
 
@@ -273,6 +336,18 @@ export class CredentialsService implements OnModuleInit {
    */
   private async assertRoomInPlan(workspaceId: string, databaseId: string): Promise<void> {
     await this.plans.assertRoomFor(workspaceId, 'credentials', () => this.credentials.countLive(databaseId));
+  }
+
+  /**
+   * Refuses a rotation with a delay that would leave more earlier credentials in their grace window
+   * than the plan allows per database (`inGrace` counts them). A delay of 0 leaves none: not checked.
+   */
+  private async assertGraceWithinPlan(
+    workspaceId: string,
+    delayHours: number,
+    inGrace: () => Promise<number>,
+  ): Promise<void> {
+    if (delayHours > 0) await this.plans.assertRotationWithinPlan(workspaceId, inGrace);
   }
 
   /**
@@ -459,11 +534,15 @@ export class CredentialsService implements OnModuleInit {
       if (current?.expiresAt?.getTime() === applied.getTime()) break;
     }
     const at = current && !current.dropped ? current.expiresAt : null;
-    if (!at) return;
+    if (at) await this.enqueueExpiry(credential.id, at);
+  }
+
+  /** Enqueues the job that drops the credential's role at `at` (one job per credential and moment). */
+  private async enqueueExpiry(credentialId: string, at: Date): Promise<void> {
     await this.jobs.dispatch(
       'ExpireCredential',
-      { credentialId: credential.id },
-      { jobId: expireJobId(credential.id, at), delayMs: Math.max(0, at.getTime() - Date.now()) },
+      { credentialId },
+      { jobId: expireJobId(credentialId, at), delayMs: Math.max(0, at.getTime() - Date.now()) },
     );
   }
 

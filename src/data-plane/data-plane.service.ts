@@ -303,11 +303,13 @@ export class DataPlane implements OnApplicationShutdown {
           [owner],
         );
         for (const { rolname } of members.rows.filter((m) => isCredentialRoleName(m.rolname))) {
-          await db.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
-            rolname,
-            this.terminateWaitMs,
-          ]);
-          await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(rolname)}`);
+          await this.withRoleLock(db, rolname, async () => {
+            await db.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
+              rolname,
+              this.terminateWaitMs,
+            ]);
+            await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(rolname)}`);
+          });
         }
         await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(owner)}`);
       }),
@@ -391,29 +393,51 @@ export class DataPlane implements OnApplicationShutdown {
     });
   }
 
-  /** Sets the moment PostgreSQL stops accepting the role's password. False when the role is gone. */
+  /**
+   * Sets the moment PostgreSQL stops accepting the role's password. False when the role is gone.
+   * Takes its turn with the role's drops (see withRoleLock): the two would otherwise collide.
+   */
   expireLoginRole(serverId: string, role: string, at: Date): Promise<boolean> {
     const sql = `ALTER ROLE ${escapeIdentifier(assertCredentialRoleName(role))} VALID UNTIL ${escapeLiteral(at.toISOString())}`;
-    return this.on(serverId, (t) => this.ignoring([UNDEFINED_OBJECT], this.admin(t).query(sql)));
+    return this.on(serverId, (t) =>
+      this.withAdmin(t, (admin) =>
+        this.withRoleLock(admin, role, () => this.ignoring([UNDEFINED_OBJECT], admin.query(sql))),
+      ),
+    );
+  }
+
+  /**
+   * Of these credential roles, those whose `VALID UNTIL` is not the moment given (roles that are
+   * gone are left out): one read of the catalog, no write, so the sweep rewrites only what is wrong.
+   */
+  async rolesNotValidUntil(serverId: string, expected: { role: string; at: Date }[]): Promise<Set<string>> {
+    if (expected.length === 0) return new Set();
+    const roles = expected.map((e) => assertCredentialRoleName(e.role));
+    const moments = expected.map((e) => e.at.toISOString());
+    return this.on(serverId, async (t) => {
+      const { rows } = await this.admin(t).query<{ role: string }>(
+        `SELECT w.role FROM unnest($1::text[], $2::timestamptz[]) AS w(role, at)
+           JOIN pg_roles r ON r.rolname = w.role
+          WHERE r.rolvaliduntil IS DISTINCT FROM w.at`,
+        [roles, moments],
+      );
+      return new Set(rows.map((r) => r.role));
+    });
   }
 
   /**
    * Drops a credential's role: no new logins, its sessions terminated, then in one transaction in
    * its database whatever it still owns is reassigned to the owner role (so nothing another
    * credential uses disappears), its privileges dropped and the role dropped. Idempotent: a role
-   * already gone is fine.
+   * already gone is fine. Takes its turn with every other change of the role (see withRoleLock).
    */
   dropLoginRole(serverId: string, physical: string, role: string): Promise<void> {
     assertCredentialRoleName(role);
     const owner = ownerRoleName(physical);
     const r = escapeIdentifier(role);
-    // Drops of one role (a DELETE, the expiry job, the sweep; in any process) take turns: PostgreSQL
-    // refuses concurrent changes of one role ("tuple concurrently updated"). The loser finds it gone.
-    // The lock lives on the data-plane server itself (lock_timeout bounds the wait).
     return this.on(serverId, (t) =>
-      this.withAdmin(t, async (admin) => {
-        await admin.query('SELECT pg_advisory_lock(hashtext($1))', [`drop-role:${role}`]);
-        try {
+      this.withAdmin(t, (admin) =>
+        this.withRoleLock(admin, role, async () => {
           const exists = await this.ignoring([UNDEFINED_OBJECT], admin.query(`ALTER ROLE ${r} NOLOGIN`));
           if (!exists) return;
           await admin.query('SELECT pg_terminate_backend(pid, $2) FROM pg_stat_activity WHERE usename = $1', [
@@ -434,12 +458,31 @@ export class DataPlane implements OnApplicationShutdown {
               await db.query(`DROP ROLE ${r}`);
             }),
           );
-        } finally {
-          // If the session broke, releasing it as broken ends the lock anyway; keep the first error.
-          await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [`drop-role:${role}`]).catch(() => undefined);
-        }
-      }),
+        }),
+      ),
     );
+  }
+
+  /**
+   * Runs `work` (on `admin`, or on a session of its own it opens meanwhile) holding a session
+   * advisory lock on the server named after the credential role: every change of one role (a
+   * DELETE, the expiry job, the sweep, a rotation's or the sweep's `VALID UNTIL`, a finalization; in
+   * any process) takes turns there, because PostgreSQL refuses concurrent changes of one role's
+   * catalog row ("tuple concurrently updated", XX000) instead of waiting. The loser of a drop race
+   * finds the role gone. One role's lock is the only advisory lock taken on the admin session, and
+   * nothing holding it waits for another, so the waits cannot form a cycle; `lock_timeout` bounds
+   * the wait (a drop holds it for at most its session terminations and its statements). The key
+   * stays `drop-role:` so processes of the previous release, which took it only to drop, take turns too.
+   */
+  private async withRoleLock<T>(admin: PoolClient, role: string, work: () => Promise<T>): Promise<T> {
+    const key = `drop-role:${assertCredentialRoleName(role)}`;
+    await admin.query('SELECT pg_advisory_lock(hashtext($1))', [key]);
+    try {
+      return await work();
+    } finally {
+      // If the session broke, releasing it as broken ends the lock anyway; keep the first error.
+      await admin.query('SELECT pg_advisory_unlock(hashtext($1))', [key]).catch(() => undefined);
+    }
   }
 
   /**

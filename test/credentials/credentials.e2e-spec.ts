@@ -490,6 +490,39 @@ describe('database credentials (real logins on the password-checking data plane)
       expect((await credentialRow(old.id)).dropped).not.toBeNull();
     });
 
+    it("the sweep rewrites a waiting role's VALID UNTIL only when it is not the recorded expiry: a pass otherwise writes nothing on the server", async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const old = await issue(db);
+      await rotate(db, 5);
+      const expiresAt = new Date((await credentialRow(old.id)).expires_at!);
+      // The role's catalog row: every ALTER ROLE writes a new version of it (a new xmin).
+      const catalogRow = () =>
+        onDataPlane(async (c) => {
+          const { rows } = await c.query(
+            'SELECT xmin::text AS version, rolvaliduntil IS NOT DISTINCT FROM $2::timestamptz AS "onTime" FROM pg_authid WHERE rolname = $1',
+            [old.id, expiresAt.toISOString()],
+          );
+          return rows[0] as { version: string; onTime: boolean };
+        });
+      const applied = await catalogRow();
+      expect(applied.onTime).toBe(true);
+      await reconcile(t.app);
+      await reconcile(t.app);
+      expect(await catalogRow()).toEqual(applied);
+
+      // The rotation's VALID UNTIL never reached the server (it did not answer, or a crash came first):
+      // the next pass puts the recorded moment there, once.
+      await onDataPlane((c) => c.query(`ALTER ROLE ${c.escapeIdentifier(old.id)} VALID UNTIL 'infinity'`));
+      await reconcile(t.app);
+      const repaired = await catalogRow();
+      expect(repaired.onTime).toBe(true);
+      await reconcile(t.app);
+      expect(await catalogRow()).toEqual(repaired);
+      // Its job is re-enqueued every pass all the same (a lost one comes back; duplicates collapse).
+      const queue = t.app.get(JobDispatcher).queue('credential-expiry');
+      expect(await queue.getJob(`expire:${old.id}:${expiresAt.getTime()}`)).not.toBeNull();
+    });
+
     it('a later rotation expires the credential an earlier one created, never its own', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const original = await issue(db);

@@ -100,7 +100,7 @@ describe('plan limits', () => {
     await t.http.post(`/workspaces/${ws.slug}/databases/${db.name}/compute`).set(auth).send(body).expect(202);
   });
 
-  it('refuses credentials beyond the plan’s number per database, also when asked at once, and never refuses a rotation', async () => {
+  it('refuses credentials beyond the plan’s number per database, also when asked at once, and never refuses a rotation with delay 0', async () => {
     const ws = await createWorkspace(t, auth);
     const db = await createReadyDatabase(t, auth, ws.slug);
     const path = `/workspaces/${ws.slug}/databases/${db.name}/credentials`;

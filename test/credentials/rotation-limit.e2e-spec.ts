@@ -1,0 +1,119 @@
+import { createReadyDatabase, createWorkspace, queryAs, roleExists } from '../databases/support';
+import { withSlowRows } from '../support/slow-rows';
+import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
+
+interface Issued {
+  id: string;
+  password: string;
+}
+
+/**
+ * A rotation with a delay keeps the earlier credentials working until they expire: it is refused
+ * when more of them would then be working than the plan allows credentials per database, so
+ * rotations cannot pile up working roles (each one used to add a role working for up to 30 days).
+ */
+describe('rotation within the plan’s credentials per database', () => {
+  let t: TestApp;
+  let auth: { Authorization: string };
+  beforeAll(async () => {
+    t = await createTestApp({ PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: '2', DATABASE_POOL_TARGET: '0' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  async function freshDatabase() {
+    const ws = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, ws.slug);
+    return { ws, db, path: `/workspaces/${ws.slug}/databases/${db.name}/credentials` };
+  }
+
+  const rotate = (path: string, hours: number) =>
+    t.http.post(`${path}/rotate`).set(auth).send({ delayOldSecretsExpirationHours: hours, reason: 'test' });
+
+  /** Credentials of the database whose role still works: not dropped, and not expired yet. */
+  const working = async (databaseId: string) =>
+    (
+      await t.dataSource.query<{ id: string }[]>(
+        `SELECT id FROM credentials
+          WHERE database_id = $1 AND dropped IS NULL AND NOT pending AND (expires_at IS NULL OR expires_at > now())
+          ORDER BY created, id`,
+        [databaseId],
+      )
+    ).map((r) => r.id);
+  const rowCount = async (databaseId: string) =>
+    Number(
+      (await t.dataSource.query('SELECT count(*) AS n FROM credentials WHERE database_id = $1', [databaseId]))[0].n,
+    );
+
+  it('refuses (403 threshold_exceeded) a delayed rotation that would leave more earlier credentials working than the plan allows, before any role is made; delay 0 always passes', async () => {
+    const { ws, db, path } = await freshDatabase();
+    const a = (await t.http.post(path).set(auth).expect(200)).body as Issued;
+    const b = (await t.http.post(path).set(auth).expect(200)).body as Issued;
+
+    // a and b stay working for a day: two earlier credentials, within the plan.
+    const first = await rotate(path, 24);
+    expect(first.status).toBe(200);
+    const c = first.body as Issued;
+    expect(await working(db.id)).toEqual([a.id, b.id, c.id]);
+
+    // a, b and c would all stay working: three, over the plan's two.
+    const rows = await rowCount(db.id);
+    const refused = await rotate(path, 720);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: expect.stringMatching(/^The FREE plan allows 2 credentials per database/),
+      statusCode: 403,
+    });
+    expect(await rowCount(db.id)).toBe(rows);
+    expect(await working(db.id)).toEqual([a.id, b.id, c.id]);
+    await expect(queryAs(db.dbHost!, c.id, c.password, 'SELECT 1')).resolves.toHaveLength(1);
+
+    // Delay 0 leaves nothing earlier working: never refused.
+    const now = (await rotate(path, 0).expect(200)).body as Issued;
+    expect(await working(db.id)).toEqual([now.id]);
+
+    // Moving to PRO (unlimited) lifts the cap at once.
+    await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(200);
+    for (let i = 0; i < 3; i += 1) await rotate(path, 24).expect(200);
+    expect(await working(db.id)).toHaveLength(4);
+  });
+
+  it('never leaves more than the plan’s number working besides the newest, however many delayed rotations come', async () => {
+    const { db, path } = await freshDatabase();
+    await t.http.post(path).set(auth).expect(200);
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i += 1) statuses.push((await rotate(path, 720)).status);
+    expect(statuses).toEqual([200, 200, 403, 403, 403]);
+    expect(await working(db.id)).toHaveLength(3);
+  });
+
+  it('decides again in the rotations’ turn: of two delayed rotations that both found room, the second is refused and its role dropped', async () => {
+    const { db, path } = await freshDatabase();
+    await t.http.post(path).set(auth).expect(200);
+    await t.http.post(path).set(auth).expect(200);
+    const before = await working(db.id);
+    // Each intent waits 0.3 s after its own check: both rotations find the same two earlier
+    // credentials before either's bookkeeping runs.
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'credentials', on: 'INSERT', when: `NEW.database_id = '${db.id}'::uuid`, seconds: 0.3 },
+      () => Promise.all([rotate(path, 24), rotate(path, 24)]),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 403]);
+    const made = answers.find((r) => r.status === 200)!.body as Issued;
+    expect(answers.find((r) => r.status === 403)!.body.errorCode).toBe('threshold_exceeded');
+    expect(await working(db.id)).toEqual([...before, made.id]);
+    // The refused rotation's role was made, then given up: the expiry job drops it.
+    const [abandoned] = await t.dataSource.query<{ id: string }[]>(
+      'SELECT id FROM credentials WHERE database_id = $1 AND id <> ALL($2::uuid[])',
+      [db.id, [...before, made.id]],
+    );
+    expect(abandoned).toBeDefined();
+    await eventually(async () => !(await roleExists(abandoned.id)));
+    await eventually(
+      async () =>
+        (await t.dataSource.query('SELECT dropped FROM credentials WHERE id = $1', [abandoned.id]))[0].dropped !== null,
+    );
+  });
+});
