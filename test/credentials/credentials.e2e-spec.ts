@@ -391,6 +391,31 @@ describe('database credentials (real logins on the password-checking data plane)
       expect(rotation).toMatchObject({ database_id: db.id, reason: 'sent as text', delay_hours: 3 });
     });
 
+    it('takes a rotation with no body, or no delay, as a routine one: the earlier credentials keep working for 24 hours', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const old = await issue(db);
+      const rotations = [
+        await t.http.post(`${credentialsPath(db)}/rotate`).set(auth),
+        await t.http
+          .post(`${credentialsPath(db)}/rotate`)
+          .set(auth)
+          .send({ reason: 'no delay named' }),
+      ];
+      for (const res of rotations) {
+        expect(res.status).toBe(200);
+        const fresh = res.body as Issued;
+        await expect(queryAs(db.dbHost!, fresh.id, fresh.password, 'SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+        const [rotation] = await t.dataSource.query(
+          'SELECT delay_hours FROM credential_rotations WHERE new_credential_id = $1',
+          [fresh.id],
+        );
+        expect(rotation).toEqual({ delay_hours: 24 });
+      }
+      await expect(queryAs(db.dbHost!, old.id, old.password, 'SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+      const expiresAt = new Date((await credentialRow(old.id)).expires_at!).getTime();
+      expect(Math.abs(expiresAt - (Date.now() + 24 * 3600 * 1000))).toBeLessThan(60 * 1000);
+    });
+
     it('with delay 0: the old password is refused at once, the new one works, and the old data stays readable', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const old = await issue(db);
