@@ -36,13 +36,11 @@ export enum DatabaseStatus {
 @Index('IDX_databases_unbuilt_by_created', ['created'], {
   where: `"status" IN ('REQUESTED', 'BUILT') AND "deleted" IS NULL`,
 })
-// One server's usable databases in (created, id) order, tombstones left out: the insights sampler's read.
-@Index('IDX_databases_usable_by_server', ['serverId', 'created', 'id'], {
-  where: `"status" = 'READY' AND "finalized" IS NULL`,
-})
-// Each server's databases not finalized: placement's usage count (under the region's placement
-// lock, on every create) and the control_plane_databases gauge (every scrape) read no tombstones.
-@Index('IDX_databases_unfinalized_by_server', ['serverId'], { where: '"finalized" IS NULL' })
+// Each server's databases not finalized, in (created, id) order, tombstones left out: the insights
+// sampler's read of a server's READY ones (the few not READY yet are filtered), placement's usage
+// count (under the region's placement lock, on every create) and the control_plane_databases gauge
+// (every scrape).
+@Index('IDX_databases_unfinalized_by_server', ['serverId', 'created', 'id'], { where: '"finalized" IS NULL' })
 export class DatabaseEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

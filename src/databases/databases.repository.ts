@@ -198,7 +198,7 @@ export class DatabasesRepository {
 
   /**
    * Servers holding READY databases not finalized, oldest first (the telemetry schedule's read, once
-   * an interval): one probe of IDX_databases_usable_by_server per server (the LIMIT keeps the
+   * an interval): one probe of IDX_databases_unfinalized_by_server per server (the LIMIT keeps the
    * planner from turning it into a join over the fleet), not a read of the fleet. The status is a
    * literal, here and below, so the planner matches the partial index's predicate.
    */
@@ -218,7 +218,7 @@ export class DatabasesRepository {
   /**
    * The server's READY databases not finalized, oldest first (a telemetry pass's read, once per
    * server and interval): raw rows of the three columns a pass needs, in the order of
-   * IDX_databases_usable_by_server (no sort, no tombstones read).
+   * IDX_databases_unfinalized_by_server (no sort, no tombstones read).
    */
   usableOnServer(serverId: string): Promise<{ id: string; workspace_id: string; physical_name: string }[]> {
     return readRows<{ id: string; workspace_id: string; physical_name: string }>(

@@ -198,12 +198,12 @@ describe('telemetry reads at fleet scale', () => {
     const [serversSql, serversParams] = calls.find(([sql]) => sql.includes('data_plane_servers'))!;
     const perServer = await plan(perServerSql, perServerParams);
     expect(perServer.filter((n) => n['Relation Name'] === 'databases').map((n) => n['Index Name'])).toEqual([
-      'IDX_databases_usable_by_server',
+      'IDX_databases_unfinalized_by_server',
     ]);
     expect(perServer.map((n) => n['Node Type'])).not.toContain('Sort');
     const schedule = await plan(serversSql, serversParams);
     expect(schedule.filter((n) => n['Relation Name'] === 'databases').map((n) => n['Index Name'])).toEqual([
-      'IDX_databases_usable_by_server',
+      'IDX_databases_unfinalized_by_server',
     ]);
   });
 
