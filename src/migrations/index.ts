@@ -9,6 +9,7 @@ import { WorkspaceDatabasesVersion1795665981673 } from './1795665981673-Workspac
 import { StorageUsageByWorkspace1795707811535 } from './1795707811535-StorageUsageByWorkspace';
 import { TelemetryScale1795800000000 } from './1795800000000-TelemetryScale';
 import { SweepIndexesAndTokenPruning1795800000001 } from './1795800000001-SweepIndexesAndTokenPruning';
+import { ImplicitSubscription1795800000002 } from './1795800000002-ImplicitSubscription';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -23,4 +24,5 @@ export const MIGRATIONS: (new () => object)[] = [
   StorageUsageByWorkspace1795707811535,
   TelemetryScale1795800000000,
   SweepIndexesAndTokenPruning1795800000001,
+  ImplicitSubscription1795800000002,
 ];
