@@ -48,6 +48,23 @@ export class DeveloperProfiles {
     return this.profiles(await this.workspaces.memberIds(workspace.id), callerId);
   }
 
+  /**
+   * Developers already read (an invite's sender, say) as `viewerId` may see them, by id: only the
+   * workspaces (and their databases) the viewer shares with each, in two statements whatever their
+   * number. A deleted developer may access nothing, so shows no workspace or database.
+   */
+  async asSeenBy(
+    developers: Pick<DeveloperEntity, 'id' | 'email' | 'kind' | 'deleted'>[],
+    viewerId: string,
+  ): Promise<Map<string, DeveloperResponse>> {
+    const distinct = [...new Map(developers.map((d) => [d.id, d])).values()];
+    const active = distinct.filter((d) => !d.deleted);
+    const seen = await this.profilesOf(active, viewerId);
+    const result = new Map(seen.map((p) => [p.id, p]));
+    for (const d of distinct) if (d.deleted) result.set(d.id, this.toResponse(d, [], []));
+    return result;
+  }
+
   private async profiles(ids: string[], sharedWith?: string): Promise<DeveloperResponse[]> {
     return this.profilesOf(await this.developers.findActiveMany(ids), sharedWith);
   }

@@ -1,20 +1,17 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { DeveloperKind } from '../developers/developer.entity';
+import { DeveloperResponse } from '../developers/developer.response';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { InviteState } from './invite.entity';
-
-export class InviteSenderResponse {
-  id!: string;
-  email!: string;
-  @ApiProperty({ enum: DeveloperKind, enumName: 'DeveloperKind' })
-  kind!: DeveloperKind;
-}
 
 /** `DeveloperInvite` of the published API (with `code` only for programmatic invites, once). */
 @ApiSchema({ name: 'DeveloperInvite' })
 export class InviteResponse {
   id!: string;
-  sender!: InviteSenderResponse;
+  /**
+   * Who sent the invite, as the viewer may see them (as in the workspace's developer list): only the
+   * workspaces, and their databases, the viewer shares with the sender.
+   */
+  sender!: DeveloperResponse;
   /** The invitee's address (lower-cased). */
   email!: string;
   workspace!: WorkspaceResponse;

@@ -35,8 +35,12 @@ export class InvitesController {
   @Get()
   @ApiOperation({ operationId: 'listDeveloperInvites', summary: 'List the invites of a workspace' })
   @ApiErrors(400)
-  list(@CurrentWorkspace() workspace: WorkspaceEntity, @Query() query: ListInvitesQueryDto): Promise<InviteResponse[]> {
-    return this.invites.list(workspace, query.verificationState);
+  list(
+    @CurrentWorkspace() workspace: WorkspaceEntity,
+    @CurrentDeveloper() caller: AuthenticatedDeveloper,
+    @Query() query: ListInvitesQueryDto,
+  ): Promise<InviteResponse[]> {
+    return this.invites.list(workspace, caller.id, query.verificationState);
   }
 
   @Delete(':inviteId')

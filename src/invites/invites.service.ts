@@ -11,7 +11,9 @@ import { isUuid } from '../common/http/uuid';
 import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { untilReachable } from '../database/wait-for-database';
+import { DeveloperProfiles } from '../developers/developer-profiles.service';
 import { DeveloperKind } from '../developers/developer.entity';
+import type { DeveloperResponse } from '../developers/developer.response';
 import { DeveloperIdentity, DevelopersService } from '../developers/developers.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
@@ -54,6 +56,7 @@ export class InvitesService implements OnModuleInit {
     private readonly workspaces: WorkspacesService,
     private readonly mailer: Mailer,
     private readonly developers: DevelopersService,
+    private readonly profiles: DeveloperProfiles,
   ) {
     this.senderIsMember = workspaces.activeMemberCondition('i.workspace_id', 'i.sender_id');
   }
@@ -99,16 +102,20 @@ export class InvitesService implements OnModuleInit {
       updated: rows[0].updated,
     } as InviteEntity;
     await this.dispatchEmail(invite.id);
-    const response = this.toResponse({
-      ...invite,
-      workspace,
-      sender: { id: sender.id, email: sender.email, kind: sender.kind } as never,
-    });
+    // Seen by its sender, who shares every one of their workspaces with themselves.
+    const profile = (await this.profiles.asSeenBy([{ ...sender, deleted: null }], sender.id)).get(sender.id)!;
+    const response = this.toResponse({ ...invite, workspace }, profile);
     return input.programmatic ? { ...response, code } : response;
   }
 
-  async list(workspace: WorkspaceEntity, state?: InviteState): Promise<InviteResponse[]> {
-    return (await this.invites.list(workspace.id, state)).map((i) => this.toResponse(i));
+  /** The workspace's invites as `viewerId` (a member) sees them: each sender as in the workspace's developer list. */
+  async list(workspace: WorkspaceEntity, viewerId: string, state?: InviteState): Promise<InviteResponse[]> {
+    const invites = await this.invites.list(workspace.id, state);
+    const senders = await this.profiles.asSeenBy(
+      invites.map((i) => i.sender!),
+      viewerId,
+    );
+    return invites.map((i) => this.toResponse(i, senders.get(i.senderId)!));
   }
 
   async delete(workspace: WorkspaceEntity, inviteId: string): Promise<void> {
@@ -269,11 +276,11 @@ export class InvitesService implements OnModuleInit {
     }
   }
 
-  toResponse(invite: InviteEntity): InviteResponse {
+  private toResponse(invite: InviteEntity, sender: DeveloperResponse): InviteResponse {
     const expired = OPEN_STATES.includes(invite.state) && invite.expiresAt.getTime() <= Date.now();
     return {
       id: invite.id,
-      sender: { id: invite.sender!.id, email: invite.sender!.email, kind: invite.sender!.kind },
+      sender,
       email: invite.email,
       workspace: WorkspaceResponse.from(invite.workspace!),
       verificationState: expired ? InviteState.Expired : invite.state,

@@ -10,6 +10,7 @@ import { StorageUsageByWorkspace1795707811535 } from './1795707811535-StorageUsa
 import { TelemetryScale1795800000000 } from './1795800000000-TelemetryScale';
 import { SweepIndexesAndTokenPruning1795800000001 } from './1795800000001-SweepIndexesAndTokenPruning';
 import { HistoryIndexes1795800000002 } from './1795800000002-HistoryIndexes';
+import { ImplicitSubscription1795800000003 } from './1795800000003-ImplicitSubscription';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -25,4 +26,5 @@ export const MIGRATIONS: (new () => object)[] = [
   TelemetryScale1795800000000,
   SweepIndexesAndTokenPruning1795800000001,
   HistoryIndexes1795800000002,
+  ImplicitSubscription1795800000003,
 ];

@@ -27,6 +27,14 @@ export class SubscriptionEntity {
   @Column({ name: 'changed_by', type: 'uuid', nullable: true })
   changedBy!: string | null;
 
+  /**
+   * True only on the FREE row a workspace is given at its creation (SubscriptionsService
+   * holdFreeFromCreation) while no client has written the subscription: any start, change or close
+   * clears it. While the current row is implicit, POST starts the subscription a client asks for.
+   */
+  @Column({ type: 'boolean', default: false })
+  implicit!: boolean;
+
   @CreateDateColumn({ type: 'timestamptz' })
   created!: Date;
 }

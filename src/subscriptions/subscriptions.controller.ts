@@ -49,7 +49,7 @@ export class SubscriptionsController {
   @ApiOperation({
     operationId: 'start',
     summary: 'Start a subscription row',
-    description: `Starts a subscription at \`level\` (${LEVELS}) now. 409 duplicate_entity while a subscription is current (every workspace holds FREE from its creation): change the level with PUT instead.`,
+    description: `Starts a subscription at \`level\` (${LEVELS}) now. On a workspace still holding only the FREE it was given at its creation (no subscription started, changed or closed since), PRO starts now and that FREE row ends now, as a change effective now would; FREE keeps that row and answers it. Otherwise 409 duplicate_entity while a subscription is current: change the level with PUT instead.`,
   })
   @ApiResponse({ status: 201, type: WorkspaceSubscriptionDto })
   @ApiErrors(400, 409)

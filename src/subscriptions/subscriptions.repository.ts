@@ -30,12 +30,12 @@ export class SubscriptionsRepository {
 
   /**
    * Inserts the FREE row every workspace holds from its creation (`workspaces.created`, read in the
-   * same statement: billing knows a workspace by its id only).
+   * same statement: billing knows a workspace by its id only), marked implicit: no client wrote it.
    */
   async insertFreeFromCreation(workspaceId: string): Promise<void> {
     await this.txHost.tx.query(
-      `INSERT INTO subscriptions (workspace_id, level, valid_from, valid_to, changed_by)
-       SELECT id, $2, created, NULL, NULL FROM workspaces WHERE id = $1`,
+      `INSERT INTO subscriptions (workspace_id, level, valid_from, valid_to, changed_by, implicit)
+       SELECT id, $2, created, NULL, NULL, true FROM workspaces WHERE id = $1`,
       [workspaceId, SubscriptionLevel.Free],
     );
   }

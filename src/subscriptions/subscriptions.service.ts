@@ -19,7 +19,9 @@ const NO_ACTIVE = 'No active subscription';
  *
  * Every workspace holds FREE from its creation until told otherwise: a workspace without any row
  * gets that row the first time its subscription is read or written, or its bill is rated
- * (holdFreeFromCreation), so billing never sees a workspace without the FREE it holds.
+ * (holdFreeFromCreation), so billing never sees a workspace without the FREE it holds. That row is
+ * `implicit` until a client writes the subscription, so a client following the published flow
+ * (create a workspace, then POST the level it wants) starts its subscription instead of hearing 409.
  *
  * Writes of one workspace are serialised by a transaction-scoped advisory lock.
  */
@@ -51,10 +53,17 @@ export class SubscriptionsService {
     return this.locked(workspace, () => this.subscriptions.history(workspace.id));
   }
 
-  /** Starts a subscription now; 409 duplicate_entity while one is current. */
+  /**
+   * Starts a subscription at `level` now. While the current row is still the FREE row the workspace
+   * was given at its creation (implicit: no client has started, changed or closed the subscription),
+   * the level asked for starts from now: PRO exactly as a change effective now (the FREE row ends
+   * now, PRO starts now); FREE keeps that row, held since the creation, which from then on counts
+   * as started by the client. Otherwise 409 duplicate_entity while a row is current.
+   */
   start(workspace: WorkspaceEntity, level: SubscriptionLevel, callerId: string): Promise<SubscriptionEntity> {
     return this.locked(workspace, async (now) => {
       const current = await this.subscriptions.findCurrent(workspace.id, now);
+      if (current?.implicit) return this.changeCurrent(workspace, current, level, callerId, now, now);
       if (current) {
         throw new ApiException(
           ErrorCode.DuplicateEntity,
@@ -87,25 +96,41 @@ export class SubscriptionsService {
     return this.locked(workspace, async (now) => {
       const current = await this.subscriptions.findCurrent(workspace.id, now);
       if (!current) throw new ApiException(ErrorCode.EntityNotFound, `${NO_ACTIVE}; start one with POST`);
-      await this.subscriptions.dropPending(workspace.id, now);
       const at = effectiveAt && effectiveAt.getTime() > now.getTime() ? effectiveAt : now;
-      if (current.level === level || current.validFrom.getTime() === at.getTime()) {
-        // Same level: nothing changes but the pending rows are gone. Same instant as the current
-        // row's start: the row has not held its level for any time, so it simply takes the new one.
-        if (current.level !== level) current.changedBy = callerId;
-        current.level = level;
-        current.validTo = null;
-        return this.subscriptions.save(current);
-      }
-      current.validTo = at;
-      await this.subscriptions.save(current);
-      return this.subscriptions.save({
-        workspaceId: workspace.id,
-        level,
-        validFrom: at,
-        validTo: null,
-        changedBy: callerId,
-      });
+      return this.changeCurrent(workspace, current, level, callerId, at, now);
+    });
+  }
+
+  /**
+   * What change does once the workspace's lock is held and its current row read (see change).
+   * Whatever it does, the current row is no longer implicit: a client has written the subscription.
+   */
+  private async changeCurrent(
+    workspace: WorkspaceEntity,
+    current: SubscriptionEntity,
+    level: SubscriptionLevel,
+    callerId: string,
+    at: Date,
+    now: Date,
+  ): Promise<SubscriptionEntity> {
+    await this.subscriptions.dropPending(workspace.id, now);
+    current.implicit = false;
+    if (current.level === level || current.validFrom.getTime() === at.getTime()) {
+      // Same level: nothing changes but the pending rows are gone. Same instant as the current
+      // row's start: the row has not held its level for any time, so it simply takes the new one.
+      if (current.level !== level) current.changedBy = callerId;
+      current.level = level;
+      current.validTo = null;
+      return this.subscriptions.save(current);
+    }
+    current.validTo = at;
+    await this.subscriptions.save(current);
+    return this.subscriptions.save({
+      workspaceId: workspace.id,
+      level,
+      validFrom: at,
+      validTo: null,
+      changedBy: callerId,
     });
   }
 
@@ -133,6 +158,7 @@ export class SubscriptionsService {
         );
       }
       await this.subscriptions.dropPending(workspace.id, now);
+      row.implicit = false;
       row.validTo = endAt && endAt.getTime() > now.getTime() ? endAt : now;
       return this.subscriptions.save(row);
     });

@@ -154,6 +154,26 @@ describe('billing totals', () => {
     );
   });
 
+  it('bills a workspace that started PRO with POST on its creation at FREE until then and PRO from then', async () => {
+    const ws = await createWorkspace(t, auth);
+    const pro = (await t.http.post(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(201))
+      .body as { subscriptionId: string; validFrom: string };
+    const [free] = await t.dataSource.query<{ id: string }[]>(
+      'SELECT id FROM subscriptions WHERE workspace_id = $1 AND level = $2',
+      [ws.id, 'FREE'],
+    );
+    const ym = ymOf(new Date(pro.validFrom));
+    await totals(ws.slug, ym);
+    const rated = await lines(ws.id, ym);
+    expect(rated).toHaveLength(2);
+    expect(rated).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ component: 'subscription', source_id: free.id, unit_price: '0.000000' }),
+        expect.objectContaining({ component: 'subscription', source_id: pro.subscriptionId, unit_price: '25.000000' }),
+      ]),
+    );
+  });
+
   it('prices storage by the average GB held over the month (0.125 USD/GB-month), less the 1 GB-month FREE includes; total adds the components as shown', async () => {
     const ws = await createWorkspace(t, auth);
     const free = await insertSubscription(ws.id, 'FREE', '2025-01-01T00:00:00Z', null);

@@ -1,5 +1,3 @@
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import { Client } from 'pg';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
@@ -16,35 +14,7 @@ import {
   serverIdOf,
 } from '../databases/support';
 import { createDeveloperWithToken, createIsolatedTestApp, createTestApp, TestApp } from '../support/test-app';
-import published from './published-schemas.json';
-
-/**
- * Validates against the published components, strictly: every object schema also refuses
- * properties it does not list, so an answer cannot carry invented fields.
- */
-function publishedValidator() {
-  const strict = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(strict);
-    if (!value || typeof value !== 'object') return value;
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = k === 'properties' ? mapValues(v, strict) : strict(v);
-    if (out.type === 'object' && out.properties && !out.additionalProperties) out.additionalProperties = false;
-    return out;
-  };
-  const mapValues = (o: unknown, f: (v: unknown) => unknown) =>
-    Object.fromEntries(Object.entries(o as Record<string, unknown>).map(([k, v]) => [k, f(v)]));
-  const ajv = new Ajv({ strict: false, allErrors: true });
-  addFormats(ajv);
-  ajv.addFormat('int64', true);
-  ajv.addFormat('int32', true);
-  ajv.addSchema({ $id: 'published', ...(strict(published) as object) });
-  return (name: string, body: unknown) => {
-    const validate = ajv.getSchema(`published#/components/schemas/${name}`)!;
-    const ok = validate(body);
-    if (!ok) throw new Error(`${name}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body)}`);
-    return true;
-  };
-}
+import { publishedValidator } from '../support/published-validator';
 
 const MINUTE = 60_000;
 

@@ -1,7 +1,10 @@
+import { DatabasesService } from '../../src/databases/databases.service';
 import { InvitesService } from '../../src/invites/invites.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { WorkspacesService } from '../../src/workspaces/workspaces.service';
 import { Queues } from '../../src/queues/queue-names';
 import { createWorkspace } from '../databases/support';
+import { publishedValidator } from '../support/published-validator';
 import { freePort } from '../support/free-port';
 import { withRowTrigger, withSlowRows } from '../support/slow-rows';
 import { TestSmtpServer } from '../support/smtp';
@@ -54,7 +57,13 @@ describe('invites', () => {
       .expect(201);
     expect(created.body).toEqual({
       id: expect.any(String),
-      sender: { id: owner.developer.id, email: owner.developer.email, kind: 'HUMAN' },
+      sender: {
+        id: owner.developer.id,
+        email: owner.developer.email,
+        kind: 'HUMAN',
+        workspaces: [expect.objectContaining({ id: ws.id, slug: ws.slug })],
+        databases: [],
+      },
       email: inviteeEmail,
       workspace: expect.objectContaining({ id: ws.id, slug: ws.slug }),
       verificationState: 'EMAIL_PENDING',
@@ -279,6 +288,153 @@ describe('invites', () => {
     await reconcile(t.app);
     await untilQueueIdle(t.app, Queues.InviteEmail);
     expect(smtp.messagesTo(email)).toHaveLength(1);
+  });
+
+  describe("an invite's sender", () => {
+    type Member = Awaited<ReturnType<typeof createDeveloperWithToken>>;
+    type SenderBody = { id: string; email: string; kind: string; workspaces: { id: string }[]; databases: string[] };
+    type InviteBody = { id: string; sender: SenderBody };
+    const matches = publishedValidator();
+
+    const join = (workspaceId: string, member: Member) =>
+      t.dataSource.query('INSERT INTO workspace_members (workspace_id, developer_id) VALUES ($1, $2)', [
+        workspaceId,
+        member.developer.id,
+      ]);
+    const createDatabase = async (slug: string, auth: Auth): Promise<string> =>
+      (
+        await t.http
+          .post(`/workspaces/${slug}/databases`)
+          .set(auth)
+          .send({ databaseName: `db_${Math.random().toString(36).slice(2, 10)}`, region: 'AWS_US_WEST_2' })
+          .expect(201)
+      ).body.id;
+    const invite = async (slug: string, auth: Auth): Promise<InviteBody> =>
+      (
+        await t.http
+          .post(`/workspaces/${slug}/invites`)
+          .set(auth)
+          .send({ email: uniqueEmail('sent') })
+          .expect(201)
+      ).body;
+    const listed = async (slug: string, auth: Auth): Promise<InviteBody[]> =>
+      (await t.http.get(`/workspaces/${slug}/invites`).set(auth).expect(200)).body;
+
+    /** The sender in a shared workspace (with a database) and one of their own (with a database), and a colleague in the shared one only. */
+    async function senderWithPrivateWorkspace() {
+      const sender = await createDeveloperWithToken(t.app);
+      const colleague = await createDeveloperWithToken(t.app);
+      const shared = await createWorkspace(t, sender.auth);
+      await join(shared.id, colleague);
+      const own = await createWorkspace(t, sender.auth);
+      const sharedDb = await createDatabase(shared.slug, sender.auth);
+      const ownDb = await createDatabase(own.slug, sender.auth);
+      return { sender, colleague, shared, own, sharedDb, ownDb };
+    }
+
+    it('is a Developer (published DeveloperInvite); its sender, who created it, sees all their own workspaces and databases', async () => {
+      const { sender, shared, own, sharedDb, ownDb } = await senderWithPrivateWorkspace();
+      const created = await invite(shared.slug, sender.auth);
+      expect(matches('DeveloperInvite', created)).toBe(true);
+      expect(created.sender).toEqual({
+        id: sender.developer.id,
+        email: sender.developer.email,
+        kind: 'HUMAN',
+        workspaces: [expect.objectContaining({ id: shared.id }), expect.objectContaining({ id: own.id })],
+        databases: [sharedDb, ownDb],
+      });
+      const [mine] = await listed(shared.slug, sender.auth);
+      expect(mine.sender).toEqual(created.sender);
+    });
+
+    it('listed by another member, shows only the workspaces and databases that member shares with the sender', async () => {
+      const { sender, colleague, shared, own, sharedDb, ownDb } = await senderWithPrivateWorkspace();
+      const created = await invite(shared.slug, sender.auth);
+      const list = await listed(shared.slug, colleague.auth);
+      expect(list.map((i) => i.id)).toEqual([created.id]);
+      for (const i of list) expect(matches('DeveloperInvite', i)).toBe(true);
+      expect(list[0].sender).toEqual({
+        id: sender.developer.id,
+        email: sender.developer.email,
+        kind: 'HUMAN',
+        workspaces: [expect.objectContaining({ id: shared.id, slug: shared.slug })],
+        databases: [sharedDb],
+      });
+      const text = JSON.stringify(list);
+      for (const hidden of [own.id, own.slug, ownDb]) expect(text).not.toContain(hidden);
+      // As the workspace's developer list shows the sender to the same member.
+      const developers = await t.http.get(`/workspaces/${shared.slug}/developers`).set(colleague.auth).expect(200);
+      expect(developers.body).toContainEqual(list[0].sender);
+    });
+
+    it('removed from the workspace since, shows no workspace or database of it, nor of their own', async () => {
+      const { sender, colleague, shared, own } = await senderWithPrivateWorkspace();
+      const created = await invite(shared.slug, sender.auth);
+      await t.http
+        .delete(`/workspaces/${shared.slug}/developers/${sender.developer.id}`)
+        .set(colleague.auth)
+        .expect(204);
+      const list = await listed(shared.slug, colleague.auth);
+      expect(list).toEqual([
+        expect.objectContaining({
+          id: created.id,
+          sender: {
+            id: sender.developer.id,
+            email: sender.developer.email,
+            kind: 'HUMAN',
+            workspaces: [],
+            databases: [],
+          },
+        }),
+      ]);
+      expect(JSON.stringify(list)).not.toContain(own.id);
+    });
+
+    it('deleted since, shows who it was but no workspace or database, even those the viewer shared with them', async () => {
+      const { sender, colleague, shared } = await senderWithPrivateWorkspace();
+      const created = await invite(shared.slug, sender.auth);
+      await t.dataSource.query('UPDATE developers SET deleted = now() WHERE id = $1', [sender.developer.id]);
+      // Still a row of workspace_members: only the developer is marked deleted.
+      expect(
+        await t.dataSource.query('SELECT 1 FROM workspace_members WHERE workspace_id = $1 AND developer_id = $2', [
+          shared.id,
+          sender.developer.id,
+        ]),
+      ).toHaveLength(1);
+      const list = await listed(shared.slug, colleague.auth);
+      expect(list).toEqual([
+        expect.objectContaining({
+          id: created.id,
+          sender: {
+            id: sender.developer.id,
+            email: sender.developer.email,
+            kind: 'HUMAN',
+            workspaces: [],
+            databases: [],
+          },
+        }),
+      ]);
+    });
+
+    it("reads the senders' workspaces and databases once per list, however many invites and senders", async () => {
+      const { sender, colleague, shared } = await senderWithPrivateWorkspace();
+      for (let i = 0; i < 3; i++) {
+        await invite(shared.slug, sender.auth);
+        await invite(shared.slug, colleague.auth);
+      }
+      const workspacesOf = jest.spyOn(t.app.get(WorkspacesService), 'workspacesOf');
+      const idsByWorkspace = jest.spyOn(t.app.get(DatabasesService), 'idsByWorkspace');
+      try {
+        const list = await listed(shared.slug, colleague.auth);
+        expect(list).toHaveLength(6);
+        expect(new Set(list.map((i) => i.sender.id))).toEqual(new Set([sender.developer.id, colleague.developer.id]));
+        expect(workspacesOf).toHaveBeenCalledTimes(1);
+        expect(idsByWorkspace).toHaveBeenCalledTimes(1);
+      } finally {
+        workspacesOf.mockRestore();
+        idsByWorkspace.mockRestore();
+      }
+    });
   });
 });
 

@@ -76,17 +76,114 @@ describe('workspace subscription', () => {
       ]);
     });
 
-    it('refuses to start a second subscription (POST answers 409 duplicate_entity)', async () => {
+    it('POST {level: PRO} starts PRO now: the FREE row held since creation ends then, as a change effective now', async () => {
       const ws = await createWorkspace(t, auth);
+      const before = Date.now();
+      const res = await t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(201);
+      const pro = res.body as SubscriptionBody;
+      expect(pro).toEqual({
+        workspace: ws.slug,
+        level: 'PRO',
+        validFrom: expect.any(String),
+        subscriptionId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      });
+      expect(new Date(pro.validFrom).getTime()).toBeGreaterThanOrEqual(before);
+      expect(await current(ws.slug)).toEqual(pro);
+      expect(await rows(ws.id)).toEqual([
+        expect.objectContaining({
+          level: 'FREE',
+          valid_from: new Date((ws as unknown as { created: string }).created),
+          valid_to: new Date(pro.validFrom),
+          changed_by: null,
+        }),
+        expect.objectContaining({ id: pro.subscriptionId, level: 'PRO', valid_to: null, changed_by: developerId }),
+      ]);
+      // Started by a client: a second POST is refused.
+      const again = await t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(409);
+      expect(again.body).toEqual({
+        errorCode: 'duplicate_entity',
+        message: `The workspace already has a current subscription (PRO since ${pro.validFrom}); change its level with PUT`,
+        statusCode: 409,
+      });
+      expect(await rows(ws.id)).toHaveLength(2);
+    });
+
+    it('POST {level: FREE} keeps the FREE row held since creation (201), after which POST answers 409', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const res = await t.http.post(path(ws.slug)).set(auth).send({ level: 'free' }).expect(201);
+      expect(res.body).toEqual(free);
+      expect(await rows(ws.id)).toEqual([
+        {
+          id: free.subscriptionId,
+          level: 'FREE',
+          valid_from: new Date(free.validFrom),
+          valid_to: null,
+          changed_by: null,
+        },
+      ]);
+      const again = await t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(409);
+      expect(again.body).toEqual({
+        errorCode: 'duplicate_entity',
+        message: `The workspace already has a current subscription (FREE since ${free.validFrom}); change its level with PUT`,
+        statusCode: 409,
+      });
+      expect(await current(ws.slug)).toEqual(free);
+    });
+
+    it('POSTed twice at once: one 201 and one 409, and no two rows overlap', async () => {
+      const ws = await createWorkspace(t, auth);
+      await current(ws.slug);
+      const start = () => t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' });
+      // Updating this workspace's subscription rows waits 0.3 s inside its transaction: both requests
+      // read the current row before the first write commits, and only the workspace's subscription
+      // lock makes the later one wait for it.
+      const answers = await withSlowRows(
+        t.dataSource,
+        { table: 'subscriptions', on: 'UPDATE', when: `NEW.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
+        () => Promise.all([start(), start()]),
+      );
+      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
+      const pro = answers.find((r) => r.status === 201)!.body as SubscriptionBody;
+      expect(answers.find((r) => r.status === 409)!.body).toMatchObject({ errorCode: 'duplicate_entity' });
+      expect(await rows(ws.id)).toEqual([
+        expect.objectContaining({ level: 'FREE', valid_to: new Date(pro.validFrom) }),
+        expect.objectContaining({ id: pro.subscriptionId, level: 'PRO', valid_to: null }),
+      ]);
+    });
+
+    it('once a client changed the level, even back to FREE, POST answers 409', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      // A change scheduled and cancelled: the row is as it was, but a client has written it.
+      await t.http
+        .put(path(ws.slug))
+        .set(auth)
+        .send({ level: 'PRO', validFrom: inHours(1) })
+        .expect(200);
+      await t.http.put(path(ws.slug)).set(auth).send({ level: 'FREE' }).expect(200);
       const res = await t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(409);
       expect(res.body).toEqual({
         errorCode: 'duplicate_entity',
-        message: expect.stringMatching(
-          /already has a current subscription \(FREE since .*\); change its level with PUT/,
-        ),
+        message: `The workspace already has a current subscription (FREE since ${free.validFrom}); change its level with PUT`,
         statusCode: 409,
       });
-      expect((await rows(ws.id)).map((r) => r.level)).toEqual(['FREE']);
+      expect((await rows(ws.id)).map((r) => [r.id, r.level, r.valid_to])).toEqual([
+        [free.subscriptionId, 'FREE', null],
+      ]);
+    });
+
+    it('once a client scheduled its close, POST answers 409 while the row lasts', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const end = inHours(1);
+      await t.http
+        .delete(`${path(ws.slug)}/${free.subscriptionId}`)
+        .query({ validTo: end })
+        .set(auth)
+        .expect(200);
+      await t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(409);
+      expect((await rows(ws.id)).map((r) => [r.id, r.valid_to])).toEqual([[free.subscriptionId, new Date(end)]]);
     });
   });
 
