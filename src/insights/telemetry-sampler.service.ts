@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { DataPlane } from '../data-plane/data-plane.service';
 import {
@@ -11,7 +11,6 @@ import {
 import { DatabasesService } from '../databases/databases.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { JOBS } from '../queues/job-registry';
-import { Reconciler } from '../queues/reconciler';
 import { InsightsRepository, type NewSample } from './insights.repository';
 import { sampleServerJobId } from './telemetry-jobs';
 
@@ -76,7 +75,7 @@ function increase(previous: string | null | undefined, current: string | null | 
  * the month's storage held. No metadata transaction is open while the data plane is asked.
  */
 @Injectable()
-export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
+export class TelemetrySampler {
   private readonly logger = new Logger(TelemetrySampler.name);
 
   constructor(
@@ -85,20 +84,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
     private readonly dataPlane: DataPlane,
     private readonly databases: DatabasesService,
     private readonly jobs: JobDispatcher,
-    private readonly reconciler: Reconciler,
   ) {}
-
-  onModuleInit(): void {
-    // A flushed Redis loses the repeatable job: the reconciler puts it back.
-    this.reconciler.register('telemetry-schedule', () => this.ensureSchedule());
-  }
-
-  async onApplicationBootstrap(): Promise<void> {
-    if (!this.config.workersEnabled) return;
-    await this.ensureSchedule().catch((err: unknown) =>
-      this.logger.warn({ err: String(err) }, 'could not schedule telemetry passes; the reconciler will retry'),
-    );
-  }
 
   private get intervalMs(): number {
     return this.config.env.TELEMETRY_INTERVAL_SECONDS * 1000;
@@ -106,10 +92,10 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
 
   /**
    * Adds the repeatable schedule job (idempotent: Bull keys it by name and interval), and removes
-   * a schedule left by an earlier configuration of the interval.
+   * a schedule left by an earlier configuration of the interval. Who calls it, and so which
+   * processes keep the schedule, is TelemetrySchedule's business (QueueProcessorsModule).
    */
   async ensureSchedule(): Promise<void> {
-    if (!this.config.workersEnabled) return;
     const schedule = JOBS.ScheduleTelemetryPasses;
     if (!this.jobs.answering(schedule.queue)) throw new Error('Redis is away');
     const queue = this.jobs.queue(schedule.queue);
