@@ -120,7 +120,7 @@ export class OperationsMetrics implements OnModuleInit {
     });
     new Gauge({
       name: 'data_plane_pool_connections',
-      help: 'Connections of the data-plane admin pools by server (host:port): total, idle, and requests waiting',
+      help: 'Connections of the data-plane admin pools by server (its id in data_plane_servers): total, idle, and requests waiting',
       labelNames: ['server', 'state'] as const,
       registers: [this.registry],
       collect() {
