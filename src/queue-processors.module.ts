@@ -11,6 +11,7 @@ import { DatabasesModule } from './databases/databases.module';
 import { InviteEmailProcessor } from './invites/invite-email.processor';
 import { InsightsModule } from './insights/insights.module';
 import { TelemetrySamplerProcessor } from './insights/telemetry-sampler.processor';
+import { TelemetrySchedule } from './insights/telemetry-schedule';
 import { InvitesModule } from './invites/invites.module';
 import { JobHandlerCheck } from './queues/job-handler-check';
 import { ReconcileLoop } from './queues/reconcile-loop';
@@ -27,7 +28,8 @@ export const QUEUE_PROCESSORS = [
 
 /**
  * What makes a process a worker: the queue processors of the feature modules (each calls its
- * module's exported service) and the reconcile loop. A process runs them exactly when this module
+ * module's exported service), the reconcile loop, and the schedule of the periodic jobs
+ * (TelemetrySchedule). A process runs them exactly when this module
  * is part of what it boots (WorkerModule always, the API unless WORKERS=off), not because of an
  * environment variable read while modules are defined. Such a process refuses to start unless the
  * processors' handlers match the job registry (JobHandlerCheck); one without it never checks.
@@ -42,6 +44,6 @@ export const QUEUE_PROCESSORS = [
     BillingModule,
     InsightsModule,
   ],
-  providers: [...QUEUE_PROCESSORS, JobHandlerCheck, ReconcileLoop],
+  providers: [...QUEUE_PROCESSORS, JobHandlerCheck, ReconcileLoop, TelemetrySchedule],
 })
 export class QueueProcessorsModule {}

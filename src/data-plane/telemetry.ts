@@ -1,4 +1,5 @@
 import { Client, type Pool, type PoolClient } from 'pg';
+import { isUnavailability } from './data-plane.service';
 import { assertPhysicalName } from './physical-names';
 
 /**
@@ -141,10 +142,20 @@ export class ServerTelemetry {
 }
 
 /**
- * The ready probe: connects to the database and runs `SELECT 1`, all within `timeoutMs`. True
- * when the database answered; false when the connection was refused, failed or was too slow.
+ * What a ready probe found: `up` (the database answered `SELECT 1`), `down` (the server answered and
+ * refused or failed it: the database is not there, not accepting connections, …) or `unanswered`
+ * (no answer within the timeout, or a failure that says the server is not answering as it should:
+ * refused connection, too many clients, starting up; see isUnavailability). Both of the last count
+ * as down; `unanswered` also tells the pass about the server.
  */
-export async function probeDatabase(databaseUrl: (physical: string) => string, physical: string, timeoutMs: number) {
+export type ProbeOutcome = 'up' | 'down' | 'unanswered';
+
+/** The ready probe: connects to the database and runs `SELECT 1`, all within `timeoutMs`. */
+export async function probeDatabase(
+  databaseUrl: (physical: string) => string,
+  physical: string,
+  timeoutMs: number,
+): Promise<ProbeOutcome> {
   const client = new Client({
     connectionString: databaseUrl(assertPhysicalName(physical)),
     connectionTimeoutMillis: timeoutMs,
@@ -154,14 +165,14 @@ export async function probeDatabase(databaseUrl: (physical: string) => string, p
   });
   client.on('error', () => undefined);
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
+  const deadline = new Promise<ProbeOutcome>((resolve) => {
+    timer = setTimeout(() => resolve('unanswered'), timeoutMs);
   });
-  const probe = (async () => {
+  const probe = (async (): Promise<ProbeOutcome> => {
     await client.connect();
     const { rows } = await client.query<{ one: number }>('SELECT 1 AS one');
-    return rows[0]?.one === 1;
-  })().catch(() => false);
+    return rows[0]?.one === 1 ? 'up' : 'down';
+  })().catch((err: unknown): ProbeOutcome => (isUnavailability(err) ? 'unanswered' : 'down'));
   try {
     return await Promise.race([probe, deadline]);
   } finally {

@@ -12,5 +12,12 @@ export interface SampleServerJobData {
   at: string;
 }
 
+/**
+ * Pass jobs one process runs at once (different servers', usually): a server that does not answer
+ * holds one of them for a few seconds (see TelemetrySampler.probe) while the other servers' passes go
+ * on. Their probes are TELEMETRY_PROBE_CONCURRENCY each, so this times that many connections at most.
+ */
+export const TELEMETRY_PASSES_AT_ONCE = 4;
+
 /** One pass per server and interval slot: duplicates (two schedulers, a retry) collapse. */
 export const sampleServerJobId = (serverKey: string, at: Date) => `sample:${serverKey}:${at.getTime()}`;

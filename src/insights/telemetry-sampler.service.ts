@@ -1,17 +1,17 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import { DataPlane } from '../data-plane/data-plane.service';
+import { DataPlane, isUnavailability } from '../data-plane/data-plane.service';
 import {
   type DatabaseCounters,
   ERROR_COUNTERS,
   probeDatabase,
+  type ProbeOutcome,
   ServerTelemetry,
   type StatementCounters,
 } from '../data-plane/telemetry';
 import { DatabasesService } from '../databases/databases.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { JOBS } from '../queues/job-registry';
-import { Reconciler } from '../queues/reconciler';
 import { InsightsRepository, type NewSample } from './insights.repository';
 import { sampleServerJobId } from './telemetry-jobs';
 
@@ -32,6 +32,21 @@ export interface PassResult {
   sampled: number;
   up: number;
   statementsAvailable: boolean;
+  /**
+   * Databases recorded down without a probe: the server was found not answering (see
+   * TelemetrySampler.probe), so the rest of its probes were not run.
+   */
+  unprobed: number;
+}
+
+/** Passes this process ran, or skipped as stale, by outcome (for /metrics). */
+export interface PassCounts {
+  /** Every database probed. */
+  sampled: number;
+  /** The server did not answer: some databases recorded down without a probe. */
+  serverNotAnswering: number;
+  /** Not run: the job's slot was over when it came to run (a backlog). */
+  skippedStale: number;
 }
 
 /** Names per statistics query, and rows per insert. */
@@ -72,12 +87,14 @@ function increase(previous: string | null | undefined, current: string | null | 
  * The insights sampler: one pass per data-plane server per interval (a repeatable `telemetry`
  * job fans out one job per server), not one job per database. A pass reads the server's
  * statistics views for all its databases in a few queries, probes each database with bounded
- * concurrency and a short timeout, and records one sample per database (batched inserts) plus
- * the month's storage held. No metadata transaction is open while the data plane is asked.
+ * concurrency and a short timeout (until the server is found not answering: see `probe`), and
+ * records one sample per database (batched inserts) plus the month's storage held. No metadata
+ * transaction is open while the data plane is asked.
  */
 @Injectable()
-export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
+export class TelemetrySampler {
   private readonly logger = new Logger(TelemetrySampler.name);
+  private readonly counts: PassCounts = { sampled: 0, serverNotAnswering: 0, skippedStale: 0 };
 
   constructor(
     private readonly samples: InsightsRepository,
@@ -85,20 +102,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
     private readonly dataPlane: DataPlane,
     private readonly databases: DatabasesService,
     private readonly jobs: JobDispatcher,
-    private readonly reconciler: Reconciler,
   ) {}
-
-  onModuleInit(): void {
-    // A flushed Redis loses the repeatable job: the reconciler puts it back.
-    this.reconciler.register('telemetry-schedule', () => this.ensureSchedule());
-  }
-
-  async onApplicationBootstrap(): Promise<void> {
-    if (!this.config.workersEnabled) return;
-    await this.ensureSchedule().catch((err: unknown) =>
-      this.logger.warn({ err: String(err) }, 'could not schedule telemetry passes; the reconciler will retry'),
-    );
-  }
 
   private get intervalMs(): number {
     return this.config.env.TELEMETRY_INTERVAL_SECONDS * 1000;
@@ -106,10 +110,10 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
 
   /**
    * Adds the repeatable schedule job (idempotent: Bull keys it by name and interval), and removes
-   * a schedule left by an earlier configuration of the interval.
+   * a schedule left by an earlier configuration of the interval. Who calls it, and so which
+   * processes keep the schedule, is TelemetrySchedule's business (QueueProcessorsModule).
    */
   async ensureSchedule(): Promise<void> {
-    if (!this.config.workersEnabled) return;
     const schedule = JOBS.ScheduleTelemetryPasses;
     if (!this.jobs.answering(schedule.queue)) throw new Error('Redis is away');
     const queue = this.jobs.queue(schedule.queue);
@@ -152,7 +156,31 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
     return enqueued;
   }
 
-  /** The pass job: samples the server named, if it still has usable databases. */
+  /** Passes this process ran, or skipped as stale, since it started. */
+  get passCounts(): Readonly<PassCounts> {
+    return this.counts;
+  }
+
+  /**
+   * The pass job: the pass of `serverKey` for the slot starting at `at`, unless that slot is over
+   * (a backlog: the passes of one server follow one another, so a late one would read the server's
+   * counters now and record them at `at`, and the next slot's pass is due anyway). Null when skipped
+   * or when the server has no usable database.
+   */
+  async runPassJob(serverKey: string, at: Date, now = new Date()): Promise<PassResult | null> {
+    const lateMs = now.getTime() - at.getTime();
+    if (lateMs >= this.intervalMs) {
+      this.counts.skippedStale++;
+      this.logger.warn(
+        { server: serverKey, at: at.toISOString(), lateSeconds: Math.round(lateMs / 1000) },
+        'telemetry pass skipped: its interval is over (the next pass samples the server)',
+      );
+      return null;
+    }
+    return this.runPass(serverKey, at);
+  }
+
+  /** One pass: samples the server named, if it still has usable databases. */
   async runPass(serverKey: string, at: Date): Promise<PassResult | null> {
     const server = await this.serverToSample(serverKey);
     return server ? this.sampleServer(server, at) : null;
@@ -169,6 +197,7 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
 
     const counters = new Map<string, DatabaseCounters>();
     let statements: Map<string, StatementCounters> | null = new Map();
+    let statisticsUnanswered = false;
     try {
       for (const batch of chunks(names, BATCH)) {
         for (const c of await telemetry.databaseCounters(batch)) counters.set(c.physicalName, c);
@@ -180,11 +209,16 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
       // The probes below still say whether customers can reach their databases.
       this.logger.warn({ server: server.key, err: String(err) }, 'could not read data-plane statistics');
       statements = null;
+      statisticsUnanswered = isUnavailability(err);
     }
-    const timeout = this.config.env.TELEMETRY_PROBE_TIMEOUT_MS;
-    const up = await mapBounded(server.databases, this.config.env.TELEMETRY_PROBE_CONCURRENCY, (d) =>
-      probeDatabase(access.databaseUrl, d.physicalName, timeout),
-    );
+    const probes = await this.probe(server, access.databaseUrl, statisticsUnanswered);
+    const unprobed = probes.filter((p) => p === null).length;
+    if (unprobed) {
+      this.logger.warn(
+        { server: server.key, unprobed, databases: server.databases.length },
+        'data-plane server not answering: the rest of its databases are recorded down without a probe',
+      );
+    }
 
     let recorded = 0;
     for (const [offset, batch] of chunks(server.databases, BATCH).entries()) {
@@ -222,7 +256,8 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
           callsDelta !== null && execMs !== null && prev?.statement_exec_ms != null
             ? Math.max(0, execMs - prev.statement_exec_ms)
             : null;
-        const isUp = up[offset * BATCH + i];
+        // Not probed (the server did not answer): down, as its probe would have found.
+        const isUp = probes[offset * BATCH + i] === 'up';
         return {
           database_id: d.id,
           workspace_id: d.workspaceId,
@@ -243,9 +278,44 @@ export class TelemetrySampler implements OnModuleInit, OnApplicationBootstrap {
       // The samples and the storage they add to each database's month, in one statement.
       recorded += await this.samples.insertSamplesWithStorage(rows, at);
     }
-    const result = { sampled: recorded, up: up.filter(Boolean).length, statementsAvailable: statements !== null };
+    const result: PassResult = {
+      sampled: recorded,
+      up: probes.filter((p) => p === 'up').length,
+      statementsAvailable: statements !== null,
+      unprobed,
+    };
+    if (unprobed) this.counts.serverNotAnswering++;
+    else this.counts.sampled++;
     this.logger.debug({ server: server.key, ...result }, 'telemetry pass');
     return result;
+  }
+
+  /**
+   * The ready probes of the server's databases, at most TELEMETRY_PROBE_CONCURRENCY at once, each
+   * within TELEMETRY_PROBE_TIMEOUT_MS; null for a database not probed. Once the server is found not
+   * answering, no further probe starts: each would wait its timeout out, and a pass over a server
+   * that accepts connections and never answers took ceil(databases / concurrency) timeouts (about
+   * 190 s for 1,000 databases at the defaults, past the interval, while every other server's passes
+   * waited). Not answering: as many probes unanswered in a row as run at once (a whole wave), or a
+   * single one when the server's statistics could not be read for want of an answer either (one
+   * wave of probes confirms it: the admin pool can fail for reasons of its own, a busy pool). A
+   * pass over such a server then costs about the statistics read's connect timeout and one probe
+   * timeout, however many databases it holds.
+   */
+  private async probe(
+    server: ServerToSample,
+    databaseUrl: (physical: string) => string,
+    statisticsUnanswered: boolean,
+  ): Promise<(ProbeOutcome | null)[]> {
+    const { TELEMETRY_PROBE_TIMEOUT_MS: timeout, TELEMETRY_PROBE_CONCURRENCY: concurrency } = this.config.env;
+    const enough = statisticsUnanswered ? 1 : concurrency;
+    let unansweredInRow = 0;
+    return mapBounded(server.databases, concurrency, async (d) => {
+      if (unansweredInRow >= enough) return null;
+      const outcome = await probeDatabase(databaseUrl, d.physicalName, timeout);
+      unansweredInRow = outcome === 'unanswered' ? unansweredInRow + 1 : 0;
+      return outcome;
+    });
   }
 
   /** Deletes samples older than TELEMETRY_RETENTION_DAYS, in bounded batches. Answers how many. */

@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { metadataPool } from '../database/hot-query';
 import { DatabaseIdsCache } from '../developers/database-ids-cache';
+import { TelemetrySampler } from '../insights/telemetry-sampler.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { ALL_QUEUES } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
@@ -17,7 +18,7 @@ const JOB_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 /**
  * The process's Prometheus registry: HTTP requests, Bull queues and jobs, the metadata and
  * data-plane pools, databases by status, expiring credentials, reconciler passes, the database ids
- * `/developers/me` remembers and the process defaults. One registry per app (not prom-client's global one), so two apps in one process (the
+ * `/developers/me` remembers, telemetry passes and the process defaults. One registry per app (not prom-client's global one), so two apps in one process (the
  * tests) each report their own. Gauges read their source when scraped.
  */
 @Injectable()
@@ -47,6 +48,7 @@ export class OperationsMetrics implements OnModuleInit {
     private readonly dataPlane: DataPlane,
     private readonly reconciler: Reconciler,
     private readonly databaseIds: DatabaseIdsCache,
+    private readonly sampler: TelemetrySampler,
   ) {
     collectDefaultMetrics({ register: this.registry });
     // Gauges named like counters, which `promtool check metrics` flags; the per-type
@@ -61,6 +63,7 @@ export class OperationsMetrics implements OnModuleInit {
     this.defineGauges();
     this.defineReconcilerSeries();
     this.defineProfileSeries();
+    this.defineTelemetrySeries();
   }
 
   onModuleInit(): void {
@@ -117,7 +120,7 @@ export class OperationsMetrics implements OnModuleInit {
     });
     new Gauge({
       name: 'data_plane_pool_connections',
-      help: 'Connections of the data-plane admin pools by server (host:port): total, idle, and requests waiting',
+      help: 'Connections of the data-plane admin pools by server (its id in data_plane_servers): total, idle, and requests waiting',
       labelNames: ['server', 'state'] as const,
       registers: [this.registry],
       collect() {
@@ -249,6 +252,23 @@ export class OperationsMetrics implements OnModuleInit {
       registers: [this.registry],
       collect() {
         this.set(cache.held.bytes);
+      },
+    });
+  }
+
+  private defineTelemetrySeries(): void {
+    const sampler = this.sampler;
+    new Counter({
+      name: 'telemetry_passes_total',
+      help: 'Telemetry passes this process ran, by outcome: sampled (every database probed), server_not_answering (some recorded down without a probe), skipped_stale (not run: its interval was over)',
+      labelNames: ['outcome'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const counts = sampler.passCounts;
+        this.inc({ outcome: 'sampled' }, counts.sampled);
+        this.inc({ outcome: 'server_not_answering' }, counts.serverNotAnswering);
+        this.inc({ outcome: 'skipped_stale' }, counts.skippedStale);
       },
     });
   }

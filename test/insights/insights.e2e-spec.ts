@@ -65,7 +65,12 @@ describe('database insights (sampled from the real data plane)', () => {
     server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
 
     // Minute 0: up, no baseline yet.
-    expect(await sampler.sampleServer(server, at(0))).toEqual({ sampled: 1, up: 1, statementsAvailable: true });
+    expect(await sampler.sampleServer(server, at(0))).toEqual({
+      sampled: 1,
+      up: 1,
+      statementsAvailable: true,
+      unprobed: 0,
+    });
 
     // Customer work: 50 statements, a failing one, and about 20 MB of rows.
     const cred = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
@@ -332,7 +337,7 @@ describe('database insights (sampled from the real data plane)', () => {
       const s = bare.app.get(TelemetrySampler);
       const found = (await s.serverToSample((await databaseRow(bare, eu.id)).server_id!))!;
       const pass = await s.sampleServer({ ...found, databases: found.databases.filter((d) => d.id === eu.id) }, at(0));
-      expect(pass).toEqual({ sampled: 1, up: 1, statementsAvailable: false });
+      expect(pass).toEqual({ sampled: 1, up: 1, statementsAvailable: false, unprobed: 0 });
       const res = await bare.http
         .get(`/workspaces/${ws.slug}/databases/${eu.id}/insights/query-performance?${window()}`)
         .set(owner)

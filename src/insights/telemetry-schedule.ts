@@ -1,0 +1,32 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { Reconciler } from '../queues/reconciler';
+import { TelemetrySampler } from './telemetry-sampler.service';
+
+/**
+ * Keeps the telemetry queue's repeatable `schedule-passes` job: adds it at boot, and registers the
+ * reconcile task that puts it back when Redis lost it. Part of QueueProcessorsModule, so a process
+ * keeps the schedule exactly when it runs the processors (the worker always, the API unless
+ * WORKERS=off), whatever WORKERS says in its environment: the worker of docker-compose.yml shares
+ * the API's environment, WORKERS=off included.
+ */
+@Injectable()
+export class TelemetrySchedule implements OnModuleInit, OnApplicationBootstrap {
+  private readonly logger = new Logger(TelemetrySchedule.name);
+
+  constructor(
+    private readonly sampler: TelemetrySampler,
+    private readonly reconciler: Reconciler,
+  ) {}
+
+  onModuleInit(): void {
+    this.reconciler.register('telemetry-schedule', () => this.sampler.ensureSchedule());
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.sampler
+      .ensureSchedule()
+      .catch((err: unknown) =>
+        this.logger.warn({ err: String(err) }, 'could not schedule telemetry passes; the reconciler will retry'),
+      );
+  }
+}
