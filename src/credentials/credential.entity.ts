@@ -3,6 +3,15 @@ import { DatabaseEntity } from '../databases/database.entity';
 import { CredentialRotationEntity } from './credential-rotation.entity';
 
 /**
+ * The group a credential belongs to: its tenant (or none) and whether it is internal. A rotation
+ * replaces the credentials of one group only.
+ */
+export interface CredentialGroup {
+  tenant: string | null;
+  internal: boolean;
+}
+
+/**
  * A credential is a PostgreSQL role on the database's server; `id` is the role name. The password
  * is stored only encrypted. `expiresAt` set means "drop the role at that time"; `dropped` records it done.
  */

@@ -7,6 +7,10 @@ export class CredentialResponse {
   @ApiProperty({ minLength: 1 })
   id!: string;
   database!: DatabaseSummaryResponse;
+  /** The tenant the credential was created for (`tenantId`); absent when none was given. */
+  tenant?: string;
+  /** Whether the credential was created as an internal one (`internal=true`). */
+  internal!: boolean;
   created!: Date;
   /** When a rotation scheduled this credential to stop working and be deleted. */
   @ApiPropertyOptional()
@@ -19,7 +23,9 @@ export class CreateCredentialResponse {
   @ApiProperty({ minLength: 1 })
   id!: string;
   database!: DatabaseResponse;
+  /** The tenant the credential was created for (`tenantId`); absent when none was given. */
   tenant?: string;
+  /** Whether the credential was created as an internal one (`internal=true`). */
   internal!: boolean;
   /** The password, in plaintext, this one time only; it is stored only encrypted. */
   @ApiProperty({ minLength: 1 })

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { AuthenticationReads } from '../auth/authentication-reads';
@@ -10,6 +10,7 @@ import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-acces
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { CreateCredentialResponse, CredentialResponse } from './credential.response';
 import { CredentialsService } from './credentials.service';
+import { CredentialGroupQueryDto } from './dto/credential-group-query.dto';
 import { RotateCredentialsDto } from './dto/rotate-credentials.dto';
 
 @ApiTags('credentials')
@@ -25,32 +26,36 @@ export class CredentialsController {
     operationId: 'createCredential',
     summary: 'Create a database credential',
     description:
-      'Creates a PostgreSQL login role for the database; `id` is its user name. The password is returned this one time only. 409 db_status_failure until the database is READY.',
+      'Creates a PostgreSQL login role for the database; `id` is its user name. The password is returned this one time only. `tenantId` and `internal` are recorded with the credential (they decide which list and which rotation it belongs to; the role acts as the database owner either way). 409 db_status_failure until the database is READY.',
   })
   @ApiResponse({ status: 200, type: CreateCredentialResponse })
-  @ApiErrors(404, 409)
+  @ApiErrors(400, 404, 409)
   @AuthenticationReads('routeDatabase')
   create(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('databaseName') databaseName: string,
+    @Query() query: CredentialGroupQueryDto,
     @CurrentDeveloper() caller: AuthenticatedDeveloper,
     @PrefetchedDatabase() prefetched: DatabaseEntity | null | undefined,
   ): Promise<CreateCredentialResponse> {
-    return this.credentials.create(workspace, databaseName, caller.id, prefetched);
+    return this.credentials.create(workspace, databaseName, caller.id, query, prefetched);
   }
 
   @Get()
   @ApiOperation({
     operationId: 'listCredentials',
     summary: 'List the credentials of a database (never their passwords)',
+    description:
+      'The credentials that are not internal, of every tenant and of none; with `internal=true` the internal ones instead; with `tenantId` only that tenant’s.',
   })
   @ApiResponse({ status: 200, type: [CredentialResponse] })
-  @ApiErrors(404)
+  @ApiErrors(400, 404)
   list(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('databaseName') databaseName: string,
+    @Query() query: CredentialGroupQueryDto,
   ): Promise<CredentialResponse[]> {
-    return this.credentials.list(workspace, databaseName);
+    return this.credentials.list(workspace, databaseName, query);
   }
 
   @Post('rotate')
@@ -59,7 +64,7 @@ export class CredentialsController {
     operationId: 'rotateCredential',
     summary: 'Rotate the credentials of a database',
     description:
-      'Creates a new credential (returned with its password) and schedules every credential that existed before the call to stop working and be deleted after the delay (0 = at once). `reason` is recorded with the rotation. With a delay, 403 threshold_exceeded when more earlier credentials would then still be working than the plan allows credentials per database (a delay of 0 is never refused).',
+      'Creates a new credential (returned with its password) of the group `tenantId` and `internal` name (no tenant and not internal when omitted) and schedules every credential of that group that existed before the call to stop working and be deleted after the delay (0 = at once); other tenants’ and the internal (or the other) credentials are not touched. `reason` is recorded with the rotation. 403 threshold_exceeded when more credentials of the database than the plan allows per database would then still be working besides the new one (a delay of 0 that replaces a working credential is never refused).',
   })
   @ApiResponse({ status: 200, type: CreateCredentialResponse })
   @ApiErrors(400, 404, 409)
@@ -67,9 +72,10 @@ export class CredentialsController {
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('databaseName') databaseName: string,
     @Body() body: RotateCredentialsDto,
+    @Query() query: CredentialGroupQueryDto,
     @CurrentDeveloper() caller: AuthenticatedDeveloper,
   ): Promise<CreateCredentialResponse> {
-    return this.credentials.rotate(workspace, databaseName, body, caller.id);
+    return this.credentials.rotate(workspace, databaseName, body, query, caller.id);
   }
 
   @Delete(':credentialId')

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { In, IsNull, MoreThan, Not, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { CredentialRotationEntity } from './credential-rotation.entity';
-import { CredentialEntity } from './credential.entity';
+import { CredentialEntity, type CredentialGroup } from './credential.entity';
 
 /**
  * Every statement on `credentials` and `credential_rotations` (habit 15). Statements go through the
@@ -44,10 +44,19 @@ export class CredentialsRepository {
     return this.repo.countBy({ databaseId, dropped: IsNull() });
   }
 
-  /** The database's usable credentials (not dropped, not pending), oldest first. */
-  listUsable(databaseId: string): Promise<CredentialEntity[]> {
+  /**
+   * The database's usable credentials (not dropped, not pending), oldest first: the internal ones or
+   * the others, and when `tenant` is given only that tenant's.
+   */
+  listUsable(databaseId: string, filter: { internal: boolean; tenant?: string }): Promise<CredentialEntity[]> {
     return this.repo.find({
-      where: { databaseId, dropped: IsNull(), pending: false },
+      where: {
+        databaseId,
+        dropped: IsNull(),
+        pending: false,
+        internal: filter.internal,
+        ...(filter.tenant === undefined ? {} : { tenant: filter.tenant }),
+      },
       order: { created: 'ASC', id: 'ASC' },
     });
   }
@@ -148,15 +157,23 @@ export class CredentialsRepository {
   }
 
   /**
-   * How many usable credentials of the database (not dropped, not pending) would still be working
-   * at `at` by their current expiry: a rotation with a delay leaves each of them working until then.
+   * How many usable credentials of the database (not dropped, not pending) are still working at
+   * `at` by their current expiry, and how many of those are of `group`: what a rotation's plan check
+   * counts before its role is made.
    */
-  countUsableUnexpiredAt(databaseId: string, at: Date): Promise<number> {
-    return this.repo
-      .createQueryBuilder('c')
-      .where('c.database_id = :databaseId AND c.dropped IS NULL AND NOT c.pending', { databaseId })
-      .andWhere('(c.expires_at IS NULL OR c.expires_at > :at)', { at })
-      .getCount();
+  async countWorkingAt(
+    databaseId: string,
+    at: Date,
+    group: CredentialGroup,
+  ): Promise<{ all: number; inGroup: number }> {
+    const [row] = await this.txHost.tx.query<{ all: number; inGroup: number }[]>(
+      `SELECT count(*)::int AS "all",
+              count(*) FILTER (WHERE tenant IS NOT DISTINCT FROM $3 AND internal = $4)::int AS "inGroup"
+         FROM credentials
+        WHERE database_id = $1 AND dropped IS NULL AND NOT pending AND (expires_at IS NULL OR expires_at > $2)`,
+      [databaseId, at, group.tenant, group.internal],
+    );
+    return row;
   }
 
   async setRotationExpiry(id: string, expiresAt: Date, rotationId: string): Promise<void> {

@@ -16,9 +16,10 @@ import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { expireJobId } from './credential-jobs';
-import type { CredentialEntity } from './credential.entity';
+import type { CredentialEntity, CredentialGroup } from './credential.entity';
 import { CredentialsRepository } from './credentials.repository';
 import { CreateCredentialResponse, CredentialResponse } from './credential.response';
+import type { CredentialGroupQueryDto } from './dto/credential-group-query.dto';
 import type { RotateCredentialsDto } from './dto/rotate-credentials.dto';
 import { messageOf } from '../common/errors/message-of';
 import { isUuid } from '../common/http/uuid';
@@ -36,6 +37,15 @@ const notReady = (database: DatabaseEntity) =>
     ErrorCode.DbStatusFailure,
     `Database ${database.name} is not ready yet (status ${database.status}); credentials can be created once it is READY`,
   );
+
+/** The group `tenantId` and `internal` name: no tenant and not internal when they are omitted. */
+const groupOf = (query: CredentialGroupQueryDto): CredentialGroup => ({
+  tenant: query.tenantId ?? null,
+  internal: query.internal ?? false,
+});
+
+const inGroup = (credential: CredentialEntity, group: CredentialGroup): boolean =>
+  credential.tenant === group.tenant && credential.internal === group.internal;
 
 interface Issued<T> {
   credential: CredentialEntity;
@@ -76,24 +86,47 @@ export class CredentialsService implements OnModuleInit {
     );
   }
 
-  /** `prefetched`: the database as authentication read it, if it did (see PrefetchedDatabase). */
+  /**
+   * Issues a credential of the group `query` names (its tenant and whether it is internal are
+   * recorded; nothing on the data plane depends on them). `prefetched`: the database as
+   * authentication read it, if it did (see PrefetchedDatabase).
+   */
   async create(
     workspace: WorkspaceEntity,
     databaseName: string,
     callerId: string | null,
+    query: CredentialGroupQueryDto,
     prefetched?: DatabaseEntity | null,
   ): Promise<CreateCredentialResponse> {
     const database = await this.databases.findOperable(workspace, databaseName, prefetched);
-    const issued = await this.issue(database, callerId, { withinPlanOf: workspace.id });
+    const issued = await this.issue(database, callerId, groupOf(query), { withinPlanOf: workspace.id });
     return this.created(issued, workspace);
   }
 
-  /** The database's credentials that still exist, oldest first; never a password. */
-  async list(workspace: WorkspaceEntity, databaseName: string): Promise<CredentialResponse[]> {
+  /**
+   * The database's credentials that still exist, oldest first; never a password. The internal ones
+   * only with `internal=true` (the others otherwise); with `tenantId` only that tenant's, without it
+   * those of every tenant and of none.
+   */
+  async list(
+    workspace: WorkspaceEntity,
+    databaseName: string,
+    query: CredentialGroupQueryDto,
+  ): Promise<CredentialResponse[]> {
     const database = await this.databases.findOperable(workspace, databaseName);
-    const rows = await this.credentials.listUsable(database.id);
+    const rows = await this.credentials.listUsable(database.id, {
+      internal: query.internal ?? false,
+      tenant: query.tenantId,
+    });
     const summary = this.databases.summarize(database, workspace);
-    return rows.map((c) => ({ id: c.id, database: summary, created: c.created, expires: c.expiresAt ?? undefined }));
+    return rows.map((c) => ({
+      id: c.id,
+      database: summary,
+      tenant: c.tenant ?? undefined,
+      internal: c.internal,
+      created: c.created,
+      expires: c.expiresAt ?? undefined,
+    }));
   }
 
   /**
@@ -141,38 +174,43 @@ export class CredentialsService implements OnModuleInit {
   }
 
   /**
-   * Issues a new credential and schedules every credential that existed before the call to expire
-   * after the delay (keeping an earlier expiry a previous rotation set). The bookkeeping runs when
-   * the new role exists, with the database row locked exclusively: rotations of one database take
-   * turns there, and credentials still pending are not "previous", so a later rotation never has its
-   * new credential expired by an earlier one.
+   * Issues a new credential of the group `query` names (its tenant, or none, and whether it is
+   * internal) and schedules every credential of that group that existed before the call to expire
+   * after the delay (keeping an earlier expiry a previous rotation set); other groups' credentials
+   * are not touched. The bookkeeping runs when the new role exists, with the database row locked
+   * exclusively: rotations of one database (of every group) take turns there, and credentials still
+   * pending are not "previous", so a later rotation never has its new credential expired by an
+   * earlier one.
    *
-   * With a delay the previous credentials keep working until then, so a rotation is refused (403)
-   * when more of them would than the plan allows credentials per database (see
-   * assertGraceWithinPlan); a delay of 0 expires them at once and always passes.
+   * The plan's credentials per database bound what stays working besides the new credential, over
+   * the whole database (see assertRotationWithinPlan): with a delay the group's previous credentials
+   * keep working until then, next to the other groups'.
    */
   async rotate(
     workspace: WorkspaceEntity,
     databaseName: string,
     dto: RotateCredentialsDto,
+    query: CredentialGroupQueryDto,
     callerId: string,
   ): Promise<CreateCredentialResponse> {
     const database = await this.databases.findOperable(workspace, databaseName);
+    const group = groupOf(query);
     const delayHours = dto.delayOldSecretsExpirationHours;
-    // Refused here already, before a role is made, when the earlier credentials are too many now;
+    // Refused here already, before a role is made, when the working credentials are too many now;
     // decided for good in the bookkeeping, where rotations take turns.
-    await this.assertGraceWithinPlan(workspace.id, delayHours, () =>
-      this.credentials.countUsableUnexpiredAt(database.id, new Date()),
+    await this.assertRotationWithinPlan(workspace.id, delayHours, () =>
+      this.credentials.countWorkingAt(database.id, new Date(), group),
     );
-    const issued = await this.issue(database, callerId, {
+    const issued = await this.issue(database, callerId, group, {
       extra: async (fresh) => {
         const now = Date.now();
         const expireAt = new Date(now + delayHours * 3600 * 1000);
-        const previous = await this.credentials.usableExcept(database.id, fresh.id);
-        // Those already past their expiry stay past it; every other one works until its new expiry.
-        await this.assertGraceWithinPlan(workspace.id, delayHours, () =>
-          Promise.resolve(previous.filter((c) => !c.expiresAt || c.expiresAt.getTime() > now).length),
+        const others = await this.credentials.usableExcept(database.id, fresh.id);
+        const working = others.filter((c) => !c.expiresAt || c.expiresAt.getTime() > now);
+        await this.assertRotationWithinPlan(workspace.id, delayHours, () =>
+          Promise.resolve({ all: working.length, inGroup: working.filter((c) => inGroup(c, group)).length }),
         );
+        const previous = others.filter((c) => inGroup(c, group));
         const rotation = await this.credentials.saveRotation({
           databaseId: database.id,
           newCredentialId: fresh.id,
@@ -181,6 +219,7 @@ export class CredentialsService implements OnModuleInit {
           oldExpireAt: expireAt,
           requestedBy: callerId,
         });
+        // Those already past their expiry stay past it; every other one works until its new expiry.
         for (const old of previous) {
           if (old.expiresAt && old.expiresAt.getTime() <= expireAt.getTime()) continue;
           old.expiresAt = expireAt;
@@ -339,15 +378,23 @@ export class CredentialsService implements OnModuleInit {
   }
 
   /**
-   * Refuses a rotation with a delay that would leave more earlier credentials in their grace window
-   * than the plan allows per database (`inGrace` counts them). A delay of 0 leaves none: not checked.
+   * Refuses a rotation that would leave more credentials of the database working besides the one it
+   * issues than the plan allows per database, so at most that number plus one work at once whatever
+   * the groups. `working` counts the usable credentials still working now (`all`), and those of the
+   * rotated group (`inGroup`). With a delay, all of them stay working (the group's in their grace
+   * window). With a delay of 0 the group's stop at once: a rotation that replaces at least one
+   * working credential adds none and always passes (a leaked credential can always be rotated);
+   * one of a group with none working adds its credential next to the other groups' ones.
    */
-  private async assertGraceWithinPlan(
+  private async assertRotationWithinPlan(
     workspaceId: string,
     delayHours: number,
-    inGrace: () => Promise<number>,
+    working: () => Promise<{ all: number; inGroup: number }>,
   ): Promise<void> {
-    if (delayHours > 0) await this.plans.assertRotationWithinPlan(workspaceId, inGrace);
+    await this.plans.assertRotationWithinPlan(workspaceId, async () => {
+      const { all, inGroup } = await working();
+      return delayHours === 0 && inGroup > 0 ? 0 : all;
+    });
   }
 
   /**
@@ -367,6 +414,7 @@ export class CredentialsService implements OnModuleInit {
   private async issue<T>(
     database: DatabaseEntity,
     callerId: string | null,
+    group: CredentialGroup,
     options: {
       withinPlanOf?: string;
       /** A rotation's bookkeeping: runs where the credential is confirmed (see confirmWith). */
@@ -397,9 +445,9 @@ export class CredentialsService implements OnModuleInit {
           id,
           databaseId,
           passwordCiphertext: this.box.seal(password),
-          internal: false,
+          internal: group.internal,
           pending: true,
-          tenant: null,
+          tenant: group.tenant,
           createdBy: callerId,
           expiresAt: null,
           expiredByRotationId: null,

@@ -76,7 +76,8 @@ export class InstantDatabasesService implements OnModuleInit {
         { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
       );
     }
-    const credential = await this.credentials.create(holder, name, null);
+    // No tenant, not internal: the instant database's one ordinary credential.
+    const credential = await this.credentials.create(holder, name, null, {});
     const host = credential.database.dbHost!.replace(/^postgres:\/\//, '');
     return {
       database: {

@@ -71,20 +71,20 @@ export class PlanLimits {
   }
 
   /**
-   * Refuses a rotation that would leave more of a database's earlier credentials in their grace
-   * window (expiring later, still working) than the plan allows credentials per database: with a
-   * delay, each rotation adds a working role for that long. `inGrace` tells how many would be;
-   * like assertRoomFor it runs where the caller holds the turn of the rotations it counts.
+   * Refuses a rotation that would leave more of a database's credentials working besides the one it
+   * issues than the plan allows credentials per database: with a delay, each rotation adds a working
+   * role for that long. `stillWorking` tells how many would be; like assertRoomFor it runs where the
+   * caller holds the turn of the rotations it counts.
    */
-  async assertRotationWithinPlan(workspaceId: string, inGrace: () => Promise<number>): Promise<void> {
+  async assertRotationWithinPlan(workspaceId: string, stillWorking: () => Promise<number>): Promise<void> {
     const plan = await this.planOf(workspaceId);
     const limit = plan.maxCredentialsPerDatabase;
     if (limit === 'unlimited') return;
-    const n = await inGrace();
+    const n = await stillWorking();
     if (n <= limit) return;
     throw new ApiException(
       ErrorCode.ThresholdExceeded,
-      `The ${plan.level} plan allows ${limit} credentials per database; with a delay, this rotation would keep ${n} earlier ones working until they expire (rotate with delay 0, delete some, or wait for them to expire)`,
+      `The ${plan.level} plan allows ${limit} credentials per database; this rotation would keep ${n} others working besides the one it issues (rotate the credentials with delay 0, delete some, or wait for those rotated earlier to expire)`,
       { status: 403 },
     );
   }

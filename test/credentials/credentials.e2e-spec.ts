@@ -159,6 +159,7 @@ describe('database credentials (real logins on the password-checking data plane)
           regionId: 1,
           created: expect.any(String),
         },
+        internal: false,
         created: expect.any(String),
       });
       const text = JSON.stringify(list.body);

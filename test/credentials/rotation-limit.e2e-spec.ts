@@ -88,6 +88,40 @@ describe('rotation within the plan’s credentials per database', () => {
     expect(await working(db.id)).toHaveLength(3);
   });
 
+  it('counts per database, whatever the groups: rotations of other tenants cannot pile up working roles; a delay-0 rotation replacing a working one always passes', async () => {
+    const { db, path } = await freshDatabase();
+    const rotateGroup = (tenantId: string, hours: number) =>
+      t.http
+        .post(`${path}/rotate`)
+        .query({ tenantId })
+        .set(auth)
+        .send({ delayOldSecretsExpirationHours: hours, reason: 'test' });
+    const a = (await t.http.post(path).query({ tenantId: 'a' }).set(auth).expect(200)).body as Issued;
+    const b = (await t.http.post(path).query({ tenantId: 'b' }).set(auth).expect(200)).body as Issued;
+
+    // a stays working for a day next to b: two besides the new one, within the plan.
+    const a2 = (await rotateGroup('a', 24).expect(200)).body as Issued;
+    expect(await working(db.id)).toEqual([a.id, b.id, a2.id]);
+
+    // b's rotation would keep a, a2 and b working: three, over the plan's two, though b's group alone has one.
+    const refused = await rotateGroup('b', 24);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: expect.stringMatching(/^The FREE plan allows 2 credentials per database/),
+      statusCode: 403,
+    });
+    // A rotation of a tenant with no credential adds one next to the three: refused, even with delay 0.
+    expect((await rotateGroup('c', 0)).status).toBe(403);
+    expect(await working(db.id)).toEqual([a.id, b.id, a2.id]);
+
+    // Delay 0 replacing b's working credential adds none: it passes.
+    const b2 = (await rotateGroup('b', 0).expect(200)).body as Issued;
+    expect(await working(db.id)).toEqual([a.id, a2.id, b2.id]);
+    await expect(queryAs(db.dbHost!, b.id, b.password, 'SELECT 1')).rejects.toThrow(/password authentication failed/);
+    await expect(queryAs(db.dbHost!, a.id, a.password, 'SELECT 1')).resolves.toHaveLength(1);
+  });
+
   it('decides again in the rotations’ turn: of two delayed rotations that both found room, the second is refused and its role dropped', async () => {
     const { db, path } = await freshDatabase();
     await t.http.post(path).set(auth).expect(200);
