@@ -1,10 +1,9 @@
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildOpenApiDocument } from '../../src/app.setup';
-import { freePort } from '../support/free-port';
+import { withBuiltApi } from '../support/built-api';
 
 interface Response {
   description?: string;
@@ -132,35 +131,12 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
 
 describe('the built API (dist, as deployed)', () => {
   it('serves at /docs-json exactly the committed openapi.json, version included', async () => {
-    const port = await freePort();
-    const child = spawn(process.execPath, [join(root, 'dist/src/main.js')], {
-      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'silent', WORKERS: 'off', DATABASE_POOL_TARGET: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
-    const guard = setTimeout(() => child.kill('SIGKILL'), 30000);
-    try {
-      const base = `http://127.0.0.1:${port}`;
-      for (let i = 0; ; i++) {
-        const up = await fetch(`${base}/health/live`).then(
-          () => true,
-          () => false,
-        );
-        if (up) break;
-        if (i > 200) throw new Error(`the API did not start:\n${output}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      const served = (await (await fetch(`${base}/docs-json`)).json()) as OpenAPIObject;
-      const committed = committedDocument();
-      expect(served.info.version).toBe(committed.info.version);
-      expect(served).toEqual(committed);
-    } finally {
-      child.kill('SIGTERM');
-      await exited;
-      clearTimeout(guard);
-    }
+    const { result: served } = await withBuiltApi(
+      { LOG_LEVEL: 'silent' },
+      async (base) => (await (await fetch(`${base}/docs-json`)).json()) as OpenAPIObject,
+    );
+    const committed = committedDocument();
+    expect(served.info.version).toBe(committed.info.version);
+    expect(served).toEqual(committed);
   });
 });

@@ -1,41 +1,11 @@
-import { freePort } from '../support/free-port';
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-
-const root = join(__dirname, '..', '..');
+import { withBuiltApi } from '../support/built-api';
 
 /**
  * Runs the built API (its logs go to standard output, as in production), sends `requests` once it
  * listens, stops it and returns every JSON log line it wrote.
  */
 async function apiLogsAround(requests: (base: string) => Promise<void>): Promise<Record<string, unknown>[]> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [join(root, 'dist/src/main.js')], {
-    env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', WORKERS: 'off', DATABASE_POOL_TARGET: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
-  const guard = setTimeout(() => child.kill('SIGKILL'), 30000);
-  try {
-    const base = `http://127.0.0.1:${port}`;
-    for (let i = 0; ; i++) {
-      const up = await fetch(`${base}/health/live`).then(
-        () => true,
-        () => false,
-      );
-      if (up) break;
-      if (i > 200) throw new Error(`the API did not start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await requests(base);
-  } finally {
-    child.kill('SIGTERM');
-    await exited;
-    clearTimeout(guard);
-  }
+  const { output } = await withBuiltApi({ LOG_LEVEL: 'info' }, requests);
   return output
     .split('\n')
     .filter((line) => line.startsWith('{'))
