@@ -162,7 +162,22 @@ export class DataPlane implements OnApplicationShutdown {
   constructor(
     private readonly config: AppConfig,
     private readonly servers: DataPlaneServers,
-  ) {}
+  ) {
+    servers.onGone((serverId) => this.letGo(serverId));
+  }
+
+  /**
+   * Ends a removed server's pools (connections in use finish first) and forgets that its shared
+   * databases were closed: nothing of it stays in this process, nor in data_plane_pool_connections.
+   */
+  private letGo(serverId: string): void {
+    for (const pools of [this.pools, this.lockPools]) {
+      const pool = pools.get(serverId);
+      pools.delete(serverId);
+      pool?.end().catch(() => undefined);
+    }
+    this.lockedServers.delete(serverId);
+  }
 
   async onApplicationShutdown(): Promise<void> {
     const pools = [...this.pools.values(), ...this.lockPools.values()];
