@@ -64,8 +64,16 @@ export class InFlight implements Iterable<ServerResponse> {
 }
 
 /**
+ * How long a graceful shutdown may take before the process exits 1 regardless (a request or job that
+ * does not end). A supervisor must wait longer than this before it kills the process
+ * (docker-compose.yml's `stop_grace_period`), or the bound is its, not ours.
+ */
+export const SHUTDOWN_FORCE_EXIT_MS = 30000;
+
+/**
  * Graceful shutdown for both entry points: on SIGTERM/SIGINT stop accepting requests at once, let
- * in-flight requests and the current job finish, close the pools, then exit 0.
+ * in-flight requests and the current job finish, close the pools, then exit 0 (exit 1 after
+ * SHUTDOWN_FORCE_EXIT_MS).
  */
 export function closeOnSignals(app: INestApplicationContext, logger: LoggerService, server?: Server): void {
   const http = server ? drainable(server) : undefined;
@@ -80,7 +88,7 @@ export function closeOnSignals(app: INestApplicationContext, logger: LoggerServi
     process.on('unhandledRejection', (reason) => {
       logger.warn(`ignored during shutdown: ${String(reason)}`);
     });
-    const force = setTimeout(() => process.exit(1), 30000);
+    const force = setTimeout(() => process.exit(1), SHUTDOWN_FORCE_EXIT_MS);
     force.unref();
     app.close().then(
       () => process.exit(0),

@@ -22,7 +22,10 @@ import { RatedLine, rateMonth } from './rating';
 @Injectable()
 export class BillingRater implements OnModuleInit {
   private readonly logger = new Logger(BillingRater.name);
+  /** When the last sweep that read its sources started; a failed one does not count. */
   private lastSweep?: number;
+  /** The sweep under way in this process, if any: a concurrent call waits for it instead of doubling it. */
+  private sweeping?: Promise<number>;
 
   constructor(
     private readonly txHost: MetadataTransactions,
@@ -85,11 +88,24 @@ export class BillingRater implements OnModuleInit {
    * BILLING_RATING_INTERVAL_SECONDS. A workspace on FREE with no usage is left out: its lines cost
    * nothing, and it is rated when its totals are read; every workspace holds FREE from its creation,
    * so counting those would re-rate every workspace ever made, every interval.
+   *
+   * The interval counts from the last sweep whose reads succeeded: one that failed (the metadata
+   * database out of reach) leaves the next reconcile pass to try again, instead of postponing the
+   * re-rating by a whole interval. A call while a sweep runs in this process joins it (answers 0).
    */
   async sweep(now = new Date()): Promise<number> {
     const intervalMs = this.config.env.BILLING_RATING_INTERVAL_SECONDS * 1000;
+    if (this.sweeping)
+      return this.sweeping.then(
+        () => 0,
+        () => 0,
+      );
     if (this.lastSweep !== undefined && now.getTime() - this.lastSweep < intervalMs) return 0;
-    this.lastSweep = now.getTime();
+    this.sweeping = this.sweepNow(now).finally(() => (this.sweeping = undefined));
+    return this.sweeping;
+  }
+
+  private async sweepNow(now: Date): Promise<number> {
     const current = billingMonthOf(now);
     const previous = previousBillingMonth(current);
     const workspaceIds = new Set([
@@ -97,6 +113,8 @@ export class BillingRater implements OnModuleInit {
       ...(await this.subscriptions.workspacesPayingIn(previous.start, current.end)),
       ...(await this.storage.workspacesWithStorage([previous.ym, current.ym])),
     ]);
+    // Read: this sweep counts (an enqueue does not throw; one Redis refused waits for the next).
+    this.lastSweep = now.getTime();
     let enqueued = 0;
     for (const workspaceId of workspaceIds) {
       for (const month of [previous, current]) {

@@ -74,9 +74,11 @@ export class CredentialsRepository {
     return this.repo.findOne({ select: { id: true, expiresAt: true, dropped: true }, where: { id } });
   }
 
-  /** Which of these ids have a row (dropped or pending ones included). */
-  async existingIds(ids: string[]): Promise<Set<string>> {
-    return new Set((await this.repo.find({ select: { id: true }, where: { id: In(ids) } })).map((c) => c.id));
+  /** Which of these ids have a row not marked dropped (pending ones included). */
+  async notDroppedIds(ids: string[]): Promise<Set<string>> {
+    return new Set(
+      (await this.repo.find({ select: { id: true }, where: { id: In(ids), dropped: IsNull() } })).map((c) => c.id),
+    );
   }
 
   /**

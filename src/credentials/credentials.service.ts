@@ -1,8 +1,9 @@
 import { MetadataTransactions } from '../database/metadata-transactions';
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { HttpStatus, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import { SecretBox } from '../common/crypto/secret-box';
 import { randomToken } from '../common/crypto/tokens';
 import { PlanLimits } from '../subscriptions/plan-limits.service';
@@ -27,8 +28,6 @@ import { serverOf } from '../databases/database-lifecycle.service';
 import { dataPlaneUnavailable } from '../data-plane/unavailable';
 
 const SWEEP_BATCH = 500;
-/** A create still pending after this long was cut short (its data-plane call is bounded by seconds). */
-const PENDING_ABANDON_MS = 2 * 60 * 1000;
 /** 32 random bytes, base64url: 43 characters, 256 bits. */
 const PASSWORD_BYTES = 32;
 
@@ -46,6 +45,20 @@ const groupOf = (query: CredentialGroupQueryDto): CredentialGroup => ({
 
 const inGroup = (credential: CredentialEntity, group: CredentialGroup): boolean =>
   credential.tenant === group.tenant && credential.internal === group.internal;
+
+const databaseGone = () => new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+
+/**
+ * A create whose role took longer than the sweep waits for a pending one (pendingAbandonMs): its
+ * row was given up, and the role it made is dropped by the sweep. The server was too slow to
+ * answer: 503, as for one that does not answer (habit 17).
+ */
+const givenUp = () =>
+  new ApiException(
+    ErrorCode.CredentialCreationFailure,
+    'The credential could not be created in time (the database server was slow to answer) and was given up; nothing usable was left behind, retry later',
+    { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
+  );
 
 interface Issued<T> {
   credential: CredentialEntity;
@@ -267,14 +280,18 @@ export class CredentialsService implements OnModuleInit {
 
   /**
    * Drops credential roles nothing accounts for: on each server, the UUID-named members of the
-   * owner roles of this deployment's live (not finalized) databases that have no `credentials` row.
-   * Nothing else is ever touched: not roles outside those owner roles, not the owner roles (their
-   * names are not UUIDs), not roles with a row (even a dropped or pending one).
+   * owner roles of this deployment's live (not finalized) databases that have no `credentials` row,
+   * or whose row is marked dropped. Nothing else is ever touched: not roles outside those owner
+   * roles, not the owner roles (their names are not UUIDs), not roles whose row is not dropped (a
+   * pending one included).
    *
    * A create commits its (pending) row before it makes the role, so a role without a row was never
    * made by a create in flight: no lock is needed to tell. (Such roles come from before that order,
-   * or from someone creating roles by hand inside an owner role.) Returns how many were dropped.
-   * Servers found not answering are skipped (see sweep).
+   * or from someone creating roles by hand inside an owner role.) A row is marked dropped only
+   * after its role was dropped, and nothing makes that role again but a create given up while its
+   * role was still in the making (see pendingAbandonMs): such a role is left over, and nobody can
+   * log in with it usefully (its create was refused). Returns how many were dropped. Servers found
+   * not answering are skipped (see sweep).
    */
   private async dropOrphanRoles(unanswering: UnansweringServers): Promise<number> {
     // Every live database of the fleet, every 30 s: two columns as raw rows (no entity hydration).
@@ -297,12 +314,15 @@ export class CredentialsService implements OnModuleInit {
         continue;
       }
       if (members.length === 0) continue;
-      const known = await this.credentials.existingIds(members.map((m) => m.role));
+      const known = await this.credentials.notDroppedIds(members.map((m) => m.role));
       for (const { physical, role } of members) {
         if (known.has(role) || unanswering.skip(serverId)) continue;
         try {
           await this.dataPlane.dropLoginRole(serverId, physical, role);
-          this.logger.warn({ serverId, role }, 'orphan credential role dropped (no credential accounts for it)');
+          this.logger.warn(
+            { serverId, role },
+            'orphan credential role dropped (no credential, or a dropped one, accounts for it)',
+          );
           dropped += 1;
         } catch (err) {
           unanswering.note(serverId, err);
@@ -313,10 +333,21 @@ export class CredentialsService implements OnModuleInit {
     return dropped;
   }
 
+  /**
+   * How long a create may stay pending before the sweep gives it up: as long as its role can still
+   * be in the making while the server answers (DataPlane.createLoginRoleSettledMs, from the same
+   * timeouts; its session is asked for before its row is written, so the row is younger). A create
+   * given up sooner could make its role after the sweep dropped none and marked the row dropped;
+   * should a stalled server still do so later, dropOrphanRoles drops that role.
+   */
+  get pendingAbandonMs(): number {
+    return this.dataPlane.createLoginRoleSettledMs;
+  }
+
   /** The sweep's expiry work; servers found not answering get no more calls (see sweep). */
   private async sweepExpiries(now: Date, unanswering: UnansweringServers): Promise<void> {
     // Creates cut short by a crash between their intent and their outcome: given up (see issue).
-    await this.credentials.abandonPendingCreatedBefore(new Date(now.getTime() - PENDING_ABANDON_MS), now);
+    await this.credentials.abandonPendingCreatedBefore(new Date(now.getTime() - this.pendingAbandonMs), now);
     // Taken from the servers in turn: one server's backlog never crowds out another's.
     for (const { id, serverId } of await this.credentials.overdueInTurnByServer(now, SWEEP_BATCH)) {
       if (unanswering.skip(serverId)) continue;
@@ -437,7 +468,7 @@ export class CredentialsService implements OnModuleInit {
           options.withinPlanOf ? 'for_no_key_update' : 'pessimistic_read',
         );
         if (!row || row.finalized) {
-          throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+          throw databaseGone();
         }
         if (row.status !== DatabaseStatus.Ready) throw notReady(row);
         if (options.withinPlanOf) await this.assertRoomInPlan(options.withinPlanOf, databaseId);
@@ -466,7 +497,7 @@ export class CredentialsService implements OnModuleInit {
         // Deleted and being finalized meanwhile: the create comes second, as if serial. The role
         // cannot exist (its creation is one transaction that failed), so the intent goes too.
         await this.credentials.deletePending(id);
-        throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+        throw databaseGone();
       }
       this.logger.error(
         { errorCode: ErrorCode.CredentialCreationFailure, databaseId, credentialId: id, err: messageOf(err) },
@@ -502,7 +533,10 @@ export class CredentialsService implements OnModuleInit {
     credential: CredentialEntity;
   }): Promise<Omit<Issued<undefined>, 'password' | 'extra'>> {
     const confirmed = await this.credentials.confirmPendingIfDatabaseLive(intent.credential.id, intent.database.id);
-    if (!confirmed) throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+    if (!confirmed) {
+      const row = await this.databases.findRow(intent.database.id);
+      throw !row || row.finalized ? databaseGone() : givenUp();
+    }
     intent.credential.pending = false;
     return intent;
   }
@@ -519,9 +553,8 @@ export class CredentialsService implements OnModuleInit {
     return this.txHost.withTransaction(async () => {
       const row = await this.databases.lock(intent.database.id, 'pessimistic_write');
       const affected = await this.credentials.confirmPending(credential.id);
-      if (!row || row.finalized || !affected) {
-        throw new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
-      }
+      if (!row || row.finalized) throw databaseGone();
+      if (!affected) throw givenUp();
       credential.pending = false;
       return { credential, database: row, extra: await extra(credential) };
     });

@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, REGIONS, type Region } from '../config/regions';
 import { type DataPlaneServerEntity, DataPlaneServerState } from './data-plane-server.entity';
 import { DataPlaneServersRepository } from './data-plane-servers.repository';
+import { Reconciler } from '../queues/reconciler';
 
 /** What everyone may know about a server: never its admin URL. */
 export interface DataPlaneServerView {
@@ -46,7 +47,8 @@ export function hostWithPort(host: string): string {
  * The registry of data-plane servers (the `data_plane_servers` rows). Answers where a server is
  * (its opened admin URL, cached: it never changes once registered) and what the fleet looks like
  * (a directory of states and public hosts, re-read every couple of seconds, so a drain or a server
- * added by an operator command in another process is seen promptly).
+ * added by an operator command in another process is seen promptly; a server found removed at such
+ * a read is forgotten, and its pools ended, see onGone).
  */
 @Injectable()
 export class DataPlaneServers implements OnModuleInit {
@@ -55,16 +57,29 @@ export class DataPlaneServers implements OnModuleInit {
   private cached?: { at: number; servers: Promise<DataPlaneServerView[]> };
   private registered?: Promise<void>;
   private readonly releases = new Map<string, ServerRelease>();
+  private readonly goneListeners: ((serverId: string) => void)[] = [];
 
   constructor(
     private readonly servers: DataPlaneServersRepository,
     private readonly txHost: MetadataTransactions,
     private readonly config: AppConfig,
     private readonly box: SecretBox,
+    private readonly reconciler: Reconciler,
   ) {}
 
   async onModuleInit(): Promise<void> {
+    // A server removed by another process (`server:remove`) is noticed at the next read of the
+    // fleet: every reconcile pass reads it, besides placement, health and warm-pool reads.
+    this.reconciler.register('data-plane-servers', () => this.directory(true));
     await this.registerFromEnvironment();
+  }
+
+  /**
+   * Registers what to let go of (a server's connection pools) once a server this process had
+   * resolved (see target) is removed, here or by another process.
+   */
+  onGone(listener: (serverId: string) => void): void {
+    this.goneListeners.push(listener);
   }
 
   /**
@@ -98,7 +113,10 @@ export class DataPlaneServers implements OnModuleInit {
   /** Every server, oldest first (cached for a couple of seconds; `fresh` reads now). */
   async directory(fresh = false): Promise<DataPlaneServerView[]> {
     if (fresh || !this.cached || Date.now() - this.cached.at > DIRECTORY_TTL_MS) {
-      const servers = this.servers.all().then((rows) => rows.map(viewOf));
+      const servers = this.servers.all().then((rows) => {
+        this.forgetAllBut(new Set(rows.map((r) => r.id)));
+        return rows.map(viewOf);
+      });
       this.cached = { at: Date.now(), servers };
       servers.catch(() => (this.cached = undefined));
     }
@@ -222,8 +240,20 @@ export class DataPlaneServers implements OnModuleInit {
       return row;
     });
     this.cached = undefined;
-    this.targets.delete(id);
+    this.forget(id);
     return viewOf(removed);
+  }
+
+  /** Forgets every resolved server not among `existing` (the rows just read): they were removed. */
+  private forgetAllBut(existing: Set<string>): void {
+    for (const id of [...this.targets.keys()]) if (!existing.has(id)) this.forget(id);
+  }
+
+  /** Forgets a removed server: its opened admin URL, and (through onGone) its pools. */
+  private forget(id: string): void {
+    if (!this.targets.delete(id)) return;
+    this.logger.log({ serverId: id }, 'data-plane server removed: its connections are let go');
+    for (const listener of this.goneListeners) listener(id);
   }
 
   private configuredPublicHost(region: Region): string | undefined {

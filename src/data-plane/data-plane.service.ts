@@ -39,6 +39,35 @@ function adminMemberOfUnlessSuperuser(role: string): string {
     END$$`;
 }
 
+/** A role name of the credential shape, for counting createLoginRole's statements. */
+const NIL_ROLE = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * A credential's login role as createLoginRole makes it: `create`, the statements sent as one
+ * implicit transaction, and `again`, what a retry whose role exists already runs instead.
+ */
+function loginRoleStatements(
+  role: string,
+  owner: string,
+  physical: string,
+  verifier: string,
+): { create: string[]; again: string } {
+  const r = escapeIdentifier(role);
+  const o = escapeIdentifier(owner);
+  const password = escapeLiteral(verifier);
+  return {
+    create: [
+      `CREATE ROLE ${r} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${password} IN ROLE ${o}`,
+      adminMemberOfUnlessSuperuser(role),
+      `ALTER ROLE ${r} IN DATABASE ${escapeIdentifier(physical)} SET role = ${escapeLiteral(owner)}`,
+      ...['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES', 'SCHEMAS'].map(
+        (kind) => `ALTER DEFAULT PRIVILEGES FOR ROLE ${r} GRANT ALL ON ${kind} TO ${o}`,
+      ),
+    ],
+    again: `ALTER ROLE ${r} PASSWORD ${password}`,
+  };
+}
+
 function codeOf(err: unknown): string | undefined {
   return (err as PgError | null)?.code;
 }
@@ -82,6 +111,9 @@ export class DataPlaneError extends Error {
  * Used once by the call it is handed to, which closes it; `close` ends it unused.
  */
 export class DatabaseSession {
+  /** When it was asked for (see DataPlane.createLoginRole's deadline). */
+  readonly openedAt = Date.now();
+
   /** @internal */
   constructor(
     readonly serverId: string,
@@ -130,7 +162,22 @@ export class DataPlane implements OnApplicationShutdown {
   constructor(
     private readonly config: AppConfig,
     private readonly servers: DataPlaneServers,
-  ) {}
+  ) {
+    servers.onGone((serverId) => this.letGo(serverId));
+  }
+
+  /**
+   * Ends a removed server's pools (connections in use finish first) and forgets that its shared
+   * databases were closed: nothing of it stays in this process, nor in data_plane_pool_connections.
+   */
+  private letGo(serverId: string): void {
+    for (const pools of [this.pools, this.lockPools]) {
+      const pool = pools.get(serverId);
+      pools.delete(serverId);
+      pool?.end().catch(() => undefined);
+    }
+    this.lockedServers.delete(serverId);
+  }
 
   async onApplicationShutdown(): Promise<void> {
     const pools = [...this.pools.values(), ...this.lockPools.values()];
@@ -344,29 +391,67 @@ export class DataPlane implements OnApplicationShutdown {
     try {
       assertCredentialRoleName(role);
       if (!verifier.startsWith('SCRAM-SHA-256$')) throw new Error('a credential role needs a SCRAM-SHA-256 verifier');
-      const owner = ownerRoleName(session.physical);
-      await this.on(session.serverId, async () => {
-        const db = await session.client;
-        const r = db.escapeIdentifier(role);
-        const o = db.escapeIdentifier(owner);
-        const password = db.escapeLiteral(verifier);
-        const made = await this.ignoring(
-          [DUPLICATE_OBJECT],
-          db.query(
-            [
-              `CREATE ROLE ${r} LOGIN INHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${password} IN ROLE ${o}`,
-              adminMemberOfUnlessSuperuser(role),
-              `ALTER ROLE ${r} IN DATABASE ${db.escapeIdentifier(assertPhysicalName(session.physical))} SET role = ${db.escapeLiteral(owner)}`,
-              ...['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES', 'SCHEMAS'].map(
-                (kind) => `ALTER DEFAULT PRIVILEGES FOR ROLE ${r} GRANT ALL ON ${kind} TO ${o}`,
-              ),
-            ].join(';\n'),
-          ),
-        );
-        if (!made) await db.query(`ALTER ROLE ${r} PASSWORD ${password}`);
-      });
+      const statements = loginRoleStatements(
+        role,
+        ownerRoleName(session.physical),
+        assertPhysicalName(session.physical),
+        verifier,
+      );
+      await this.on(session.serverId, () =>
+        this.beforeDeadline(session, async () => {
+          const db = await session.client;
+          const made = await this.ignoring([DUPLICATE_OBJECT], db.query(statements.create.join(';\n')));
+          if (!made) await db.query(statements.again);
+        }),
+      );
     } finally {
       session.close();
+    }
+  }
+
+  /**
+   * How long after its session was asked for (openSession) a createLoginRole waits at most: the
+   * longest one data-plane query waits (DATA_PLANE_CONNECT_TIMEOUT_MS plus the longer of
+   * DATA_PLANE_STATEMENT_TIMEOUT_MS and DATA_PLANE_DATABASE_DDL_TIMEOUT_MS, the connections'
+   * query_timeout). It bounds the whole call, the opening of the session included, which may run
+   * several queries (the shared databases' hardening, once per server and process).
+   */
+  get createLoginRoleDeadlineMs(): number {
+    return this.connectionOptions().query_timeout;
+  }
+
+  /**
+   * How long after its session was asked for a createLoginRole can still be making its role while
+   * the server answers: the caller gives up at createLoginRoleDeadlineMs (closing the session), and
+   * the role's statements the server may be running then (one transaction, committed by the last)
+   * each end within `statement_timeout`. A server that stalls and runs them later still can; the
+   * credentials sweep drops a role whose credential is marked dropped.
+   */
+  get createLoginRoleSettledMs(): number {
+    const statements = loginRoleStatements(NIL_ROLE, 'owner', 'db', 'SCRAM-SHA-256$').create.length;
+    return this.createLoginRoleDeadlineMs + statements * this.config.env.DATA_PLANE_STATEMENT_TIMEOUT_MS;
+  }
+
+  /** Runs createLoginRole's work, given up (unavailable) once createLoginRoleDeadlineMs have passed since the session was asked for. */
+  private async beforeDeadline(session: DatabaseSession, work: () => Promise<void>): Promise<void> {
+    const running = work();
+    running.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `timeout: the credential role was not made within ${this.createLoginRoleDeadlineMs} ms of its session being asked for`,
+            ),
+          ),
+        Math.max(0, session.openedAt + this.createLoginRoleDeadlineMs - Date.now()),
+      );
+    });
+    try {
+      await Promise.race([running, deadline]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

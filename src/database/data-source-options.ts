@@ -3,6 +3,9 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../migrations';
 import { ENTITIES } from './entities';
 
+/** SQLSTATE of a connection to a database that does not exist. */
+const INVALID_CATALOG_NAME = '3D000';
+
 /** The one TypeORM configuration, used by the app, the migration CLI (ormconfig.ts) and the tests. */
 export function dataSourceOptions(url: string, poolSize = 4): DataSourceOptions {
   return {
@@ -25,21 +28,32 @@ export function dataSourceOptions(url: string, poolSize = 4): DataSourceOptions 
   };
 }
 
-/** Creates the metadata database when it does not exist yet (first run just works). */
+/**
+ * Creates the metadata database when it does not exist yet (first run just works). The database
+ * itself is tried first: a role that may connect to it and not to `postgres` (a common hardening,
+ * and the usual grant on managed PostgreSQL) starts as well. Only when it does not exist (3D000)
+ * is it created, from the `postgres` database.
+ */
 export async function ensureDatabaseExists(url: string): Promise<void> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  const existing = new Client({ connectionString: url });
+  try {
+    await existing.connect();
+    await existing.end();
+    return;
+  } catch (err) {
+    await existing.end().catch(() => undefined);
+    if ((err as { code?: string }).code !== INVALID_CATALOG_NAME) throw err;
+  }
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new Client({ connectionString: admin.toString() });
   await client.connect();
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!rowCount) {
-      await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`).catch((err: { code?: string }) => {
-        if (err.code !== '42P04' && err.code !== '23505') throw err; // created concurrently by another process
-      });
-    }
+    await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`).catch((err: { code?: string }) => {
+      if (err.code !== '42P04' && err.code !== '23505') throw err; // created concurrently by another process
+    });
   } finally {
     await client.end();
   }

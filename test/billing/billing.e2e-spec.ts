@@ -511,3 +511,39 @@ describe('billing sweep after a rating job failed for good', () => {
     }
   });
 });
+
+describe('billing sweep that fails', () => {
+  it('does not postpone the next one: a sweep whose reads failed is tried again on the next pass', async () => {
+    const t = await createTestApp({ BILLING_RATING_INTERVAL_SECONDS: '3600' });
+    try {
+      const auth = (await createDeveloperWithToken(t.app)).auth;
+      const ws = await createWorkspace(t, auth);
+      const ym = ymOf(new Date());
+      const monthStart = new Date(`${ym}-01T00:00:00Z`).getTime();
+      await insertPeriod(t, {
+        workspaceId: ws.id,
+        startedAt: new Date(Math.max(Date.now() - 3_600_000, monthStart)),
+        endedAt: new Date(),
+      });
+      const rater = t.app.get(BillingRater);
+      // The metadata database out of reach for the sweep's first read.
+      const spy = jest
+        .spyOn(t.app.get(ComputeUsagePeriods), 'workspacesWithUsage')
+        .mockRejectedValueOnce(new Error('metadata database unavailable'));
+      try {
+        await expect(rater.sweep()).rejects.toThrow('metadata database unavailable');
+      } finally {
+        spy.mockRestore();
+      }
+      // The next pass sweeps (previous and current month of this workspace at least); concurrent
+      // calls do not double it, and the one after it waits for the interval.
+      const [first, second] = await Promise.all([rater.sweep(), rater.sweep()]);
+      expect(first).toBeGreaterThanOrEqual(2);
+      expect(second).toBe(0);
+      expect(await rater.sweep()).toBe(0);
+      await untilQueueIdle(t.app, Queues.Billing);
+    } finally {
+      await t.close();
+    }
+  });
+});

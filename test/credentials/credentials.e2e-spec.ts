@@ -720,6 +720,55 @@ describe('database credentials (real logins on the password-checking data plane)
     });
   });
 
+  describe('a create whose role is still in the making when the sweep looks at its pending row', () => {
+    /** Creates a credential whose row has aged `seconds` and seen a sweep by the time its role is made. */
+    async function createAgedBeforeItsRole(db: { name: string }, seconds: number) {
+      const dataPlane = t.app.get(DataPlane);
+      const service = t.app.get(CredentialsService);
+      let made: string | undefined;
+      const create = jest.spyOn(dataPlane, 'createLoginRole').mockImplementationOnce(async (...args) => {
+        made = args[1];
+        await t.dataSource.query(`UPDATE credentials SET created = created - $2 * interval '1 second' WHERE id = $1`, [
+          made,
+          seconds,
+        ]);
+        await service.sweep();
+        await DataPlane.prototype.createLoginRole.apply(dataPlane, args);
+      });
+      try {
+        const res = await t.http.post(credentialsPath(db)).set(auth);
+        return { res, id: made! };
+      } finally {
+        create.mockRestore();
+      }
+    }
+
+    it('is not given up while its data-plane call may still be waiting (the client waits up to connect + DDL timeout, 125 s)', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const { res, id } = await createAgedBeforeItsRole(db, 121);
+      expect(res.status).toBe(200);
+      const cred = res.body as Issued;
+      expect(cred.id).toBe(id);
+      await expect(queryAs(db.dbHost!, cred.id, cred.password, 'SELECT 1')).resolves.toHaveLength(1);
+      await reconcile(t.app);
+      expect(await roleExists(cred.id)).toBe(true);
+    });
+
+    it('given up before its role landed: answers 503 (not 404 for a database that exists) and the sweep drops the role left behind', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const { res, id } = await createAgedBeforeItsRole(db, 3600);
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({ errorCode: 'credential_creation_failure', statusCode: 503 });
+      expect(res.headers['retry-after']).toBeDefined();
+      // The sweep gave the row up and marked it dropped before the role was made.
+      expect((await credentialRow(id)).dropped).not.toBeNull();
+      expect(await roleExists(id)).toBe(true);
+      await reconcile(t.app);
+      expect(await roleExists(id)).toBe(false);
+      expect((await t.http.get(credentialsPath(db)).set(auth).expect(200)).body).toEqual([]);
+    });
+  });
+
   describe('a database queued for deletion', () => {
     it('keeps its credentials working until finalization, which drops them', async () => {
       const db = await createReadyDatabase(t, auth, slug);

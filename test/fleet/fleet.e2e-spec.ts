@@ -3,6 +3,8 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { CREATABLE_REGIONS } from '../../src/config/regions';
 import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
+import { DataPlaneServers } from '../../src/data-plane/data-plane-servers.service';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseEntity } from '../../src/databases/database.entity';
 import { DatabasesService } from '../../src/databases/databases.service';
 import { Placement } from '../../src/databases/placement.service';
@@ -590,6 +592,44 @@ describe('replicas booting together on a new metadata database', () => {
     } finally {
       for (const boot of boots) if (boot.status === 'fulfilled') await boot.value.close();
       await dropMetadataDatabase(url);
+    }
+  }, 60000);
+});
+
+describe('a server removed by another process', () => {
+  it('is let go by every process at its next reconcile pass: its admin pool ends and leaves data_plane_pool_connections', async () => {
+    const a = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '0' });
+    let b: TestApp | undefined;
+    try {
+      b = await createTestApp({
+        DATABASE_URL: a.metadataUrl,
+        DATABASE_POOL_TARGET: '0',
+        OPERATOR_PASSWORD: 'operator-password-for-tests',
+      });
+      const added = await a.app.get(DataPlaneServers).add({ region: REGION, url: SECOND_URL() });
+      // The other process works on it: its admin pool to the server exists.
+      const dataPlaneB = b.app.get(DataPlane);
+      await expect(dataPlaneB.databaseExists(added.id, 'postgres')).resolves.toBe(true);
+      expect(dataPlaneB.adminPoolStats().map((p) => p.server)).toContain(added.id);
+
+      await a.app.get(DataPlaneServers).remove(added.id, () => Promise.resolve(0));
+      expect(
+        a.app
+          .get(DataPlane)
+          .adminPoolStats()
+          .map((p) => p.server),
+      ).not.toContain(added.id);
+
+      await reconcile(b.app);
+      expect(dataPlaneB.adminPoolStats().map((p) => p.server)).not.toContain(added.id);
+      const metrics = await b.http.get('/metrics').auth('operator', 'operator-password-for-tests').expect(200);
+      expect(metrics.text).toContain('data_plane_pool_connections');
+      expect(metrics.text).not.toContain(added.id);
+      // Nor does it reach the server any more from what it had cached.
+      await expect(dataPlaneB.databaseExists(added.id, 'postgres')).rejects.toThrow(/no data-plane server/);
+    } finally {
+      await b?.close();
+      await a.close();
     }
   }, 60000);
 });

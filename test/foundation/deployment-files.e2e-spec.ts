@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { EnvironmentVariables } from '../../src/config/environment';
+import { SHUTDOWN_FORCE_EXIT_MS } from '../../src/shutdown';
 
 /**
  * There is no Docker engine where the tests run, so docker-compose.yml and the Dockerfile are read
@@ -30,6 +31,15 @@ interface Service {
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  stop_grace_period?: string;
+}
+
+/** A Compose duration (`1m30s`, `40s`, `500ms`) in milliseconds; NaN when it is not one. */
+function durationMs(value: string | undefined): number {
+  const units: Record<string, number> = { h: 3600000, m: 60000, s: 1000, ms: 1, us: 0.001 };
+  const parts = [...(value ?? '').matchAll(/(\d+(?:\.\d+)?)(ms|us|h|m|s)/g)];
+  if (!parts.length || parts.map((p) => p[0]).join('') !== value) return NaN;
+  return parts.reduce((sum, [, n, unit]) => sum + Number(n) * units[unit], 0);
 }
 
 /** An exact tag: a version with at least major.minor (no `latest`, no bare major), or a digest. */
@@ -37,6 +47,17 @@ const PINNED = /^[a-z0-9./-]+(:v?\d+\.\d+(\.\d+)?(-[a-z0-9.-]+)?|@sha256:[0-9a-f
 
 describe('Dockerfile and docker-compose.yml', () => {
   const { api, worker, postgres } = compose.services;
+
+  it("gives the api and the worker longer to stop than the process's own bound on a graceful shutdown", () => {
+    // Docker's default (10 s) would kill a request or job in flight before the process is done.
+    for (const [name, service] of [
+      ['api', api],
+      ['worker', worker],
+    ] as const) {
+      const graceMs = durationMs(service.stop_grace_period);
+      expect({ name, graceMs, longer: graceMs > SHUTDOWN_FORCE_EXIT_MS }).toEqual({ name, graceMs, longer: true });
+    }
+  });
 
   it('pins every image to an exact tag', () => {
     const images = Object.entries(compose.services).map(([name, s]) => [name, s.image]);
