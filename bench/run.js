@@ -222,7 +222,7 @@ async function main() {
   const ours = `http://127.0.0.1:${port}`;
   const env = { ...process.env };
   for (const k of Object.keys(env))
-    if (/^(LOG_LEVEL|DATA_PLANE_|DATABASE_|JWT_|SMTP_|QUEUE_|WORKERS|RECONCILE_|PLAN_)/.test(k)) delete env[k];
+    if (/^(LOG_LEVEL|DATA_PLANE_|DATABASE_|JWT_|SMTP_|QUEUE_|WORKERS|RECONCILE_|PLAN_|INVITES_)/.test(k)) delete env[k];
   Object.assign(env, {
     NODE_ENV: 'production',
     PORT: String(port),
@@ -233,6 +233,8 @@ async function main() {
     // The bench workspace creates many databases and credentials: plan limits are not what is measured.
     PLAN_FREE_MAX_DATABASES: 'unlimited',
     PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: 'unlimited',
+    // One developer sends every invite of the bench: the invite e-mail limits are not what is measured.
+    INVITES_PER_SENDER_PER_HOUR: '1000000',
     QUEUE_PREFIX: queuePrefix,
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     DATA_PLANE_URL: dpUrl,

@@ -309,6 +309,8 @@ async function main() {
     SECRETS_FILE: path.join(tmp, 'secrets.json'),
     PLAN_FREE_MAX_DATABASES: 'unlimited',
     PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: 'unlimited',
+    // One developer sends every invite of the drill (up to a few hundred).
+    INVITES_PER_SENDER_PER_HOUR: '100000',
     RECONCILE_INTERVAL_SECONDS: '5',
     INSTANT_DATABASES: 'off',
   };

@@ -54,6 +54,20 @@ describe('environment validation', () => {
     }
   });
 
+  it('limits invite e-mails to 50 per sender and 5 per recipient an hour by default, and to a whole number of at least 1', () => {
+    const defaults = validateEnvironment({});
+    expect([defaults.INVITES_PER_SENDER_PER_HOUR, defaults.INVITES_PER_RECIPIENT_PER_HOUR]).toEqual([50, 5]);
+    const set = validateEnvironment({ INVITES_PER_SENDER_PER_HOUR: '200', INVITES_PER_RECIPIENT_PER_HOUR: '1' });
+    expect([set.INVITES_PER_SENDER_PER_HOUR, set.INVITES_PER_RECIPIENT_PER_HOUR]).toEqual([200, 1]);
+    for (const bad of ['0', '-1', '1.5', 'many']) {
+      expect(
+        problemsOf({ INVITES_PER_SENDER_PER_HOUR: bad, INVITES_PER_RECIPIENT_PER_HOUR: bad })
+          .map((p) => p.split(':')[0])
+          .sort(),
+      ).toEqual(['INVITES_PER_RECIPIENT_PER_HOUR', 'INVITES_PER_SENDER_PER_HOUR']);
+    }
+  });
+
   it('takes the OAuth issuer from PUBLIC_URL when JWT_ISSUER is not set', () => {
     expect(validateEnvironment({ PUBLIC_URL: 'http://127.0.0.1:3900' }).JWT_ISSUER).toBe('http://127.0.0.1:3900');
     expect(validateEnvironment({ PUBLIC_URL: 'https://cp.example/' }).JWT_ISSUER).toBe('https://cp.example');

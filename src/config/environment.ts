@@ -279,6 +279,18 @@ export class EnvironmentVariables {
   @Min(1)
   INVITE_TTL_SECONDS = 7 * 86400;
 
+  /** Invite e-mails one developer may cause per hour (deleted invites count too). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  INVITES_PER_SENDER_PER_HOUR = 50;
+
+  /** Invite e-mails one address may be sent per hour, whoever sends them (deleted invites count too). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  INVITES_PER_RECIPIENT_PER_HOUR = 5;
+
   @Transform(toInt)
   @IsInt()
   @Min(1)

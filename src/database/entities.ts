@@ -14,6 +14,7 @@ import { DeveloperEntity } from '../developers/developer.entity';
 import { DatabaseClaimEntity } from '../instant-databases/database-claim.entity';
 import { StorageUsageEntity } from '../insights/storage-usage.entity';
 import { TelemetrySampleEntity } from '../insights/telemetry-sample.entity';
+import { InviteSendEntity } from '../invites/invite-send.entity';
 import { InviteEntity } from '../invites/invite.entity';
 import { WorkspaceMemberEntity } from '../workspaces/workspace-member.entity';
 import { SubscriptionEntity } from '../subscriptions/subscription.entity';
@@ -28,6 +29,7 @@ export const ENTITIES = [
   WorkspaceEntity,
   WorkspaceMemberEntity,
   InviteEntity,
+  InviteSendEntity,
   DataPlaneServerEntity,
   DatabaseEntity,
   PooledDatabaseEntity,

@@ -41,7 +41,7 @@ export interface PreparedRead {
  * Runs one statement that writes, on the metadata pool itself and outside any transaction: the
  * statement is its own transaction, so this is for a change complete in one statement (data-modifying
  * `WITH` included) on a path hot enough for TypeORM's query runner and a `BEGIN`/`COMMIT` pair to
- * show (the invite create, the invite e-mail's lease and record; measured with `npm run bench`).
+ * show (the invite e-mail's lease and record; measured with `npm run bench`).
  * Errors come wrapped in TypeORM's `QueryFailedError`, as TypeORM's own would, so the error filter
  * (409 on unique violations, 400 on constraint violations) and the outage check treat them alike.
  */

@@ -12,8 +12,10 @@ import { InvitesService } from './invites.service';
 /**
  * The page behind the e-mailed join link: a person without an account chooses a password (which
  * creates a HUMAN developer), one with an account enters theirs; either way they join the workspace.
- * Creating an account needs the link's proof of having received the e-mail, not just the code (a
- * programmatic invite gives the code to the inviter, who must not be able to claim the address).
+ * Both the page and the form need the link's proof of having received the e-mail, not just the code:
+ * a programmatic invite gives the code to the inviter, who must neither claim the address nor learn
+ * whether it has an account (nor guess its password here). Without the proof every code that can be
+ * used gets the same 403 page, before any account is looked up.
  */
 @ApiExcludeController()
 @Public()
@@ -32,10 +34,12 @@ export class InvitePageController {
   ): Promise<void> {
     try {
       const invite = await this.invites.findByCode(String(code ?? ''));
-      const hasAccount = !!(await this.developers.findActiveByEmail(invite.email));
-      if (!hasAccount && !this.invites.hasEmailProof(String(code), typeof proof === 'string' ? proof : undefined)) {
+      // Without the e-mailed proof the answer is the same whether or not the address has an account
+      // (which is not even looked up): the holder of a bare code may be the inviter.
+      if (!this.invites.hasEmailProof(String(code), typeof proof === 'string' ? proof : undefined)) {
         return this.render(res, 403, this.openTheEmail(invite.email));
       }
+      const hasAccount = !!(await this.developers.findActiveByEmail(invite.email));
       const form = this.form(invite.workspace!.name, invite.email, String(code), hasAccount, undefined, proof);
       this.render(res, 200, form);
     } catch (err) {
@@ -44,8 +48,9 @@ export class InvitePageController {
   }
 
   /**
-   * Rate limited like the login form: anyone can hold a code for any address (a programmatic
-   * invite returns it to the inviter), so this form must not become an unlimited password oracle.
+   * Rate limited like the login form: only the e-mailed link (code and proof) reaches the password
+   * check, but a link can be forwarded or leak, and this form must not become an unlimited password
+   * oracle for the invitee's account. Attempts without the proof are counted too.
    */
   @Post('join')
   @UseGuards(AuthAttemptsGuard)
@@ -56,11 +61,13 @@ export class InvitePageController {
     } catch (err) {
       return this.renderError(res, err);
     }
-    const workspaceName = invite.workspace!.name;
-    const existing = await this.developers.findActiveByEmail(invite.email);
-    if (!existing && !this.invites.hasEmailProof(body.code, body.proof)) {
+    // As on the page: without the proof, one answer whatever the address, and no password is checked
+    // (the form would otherwise be a password-guessing form for the invitee's account).
+    if (!this.invites.hasEmailProof(body.code, body.proof)) {
       return this.render(res, 403, this.openTheEmail(invite.email));
     }
+    const workspaceName = invite.workspace!.name;
+    const existing = await this.developers.findActiveByEmail(invite.email);
     try {
       let joined: { developer: { email: string }; workspace: { name: string } };
       if (existing) {
@@ -124,7 +131,7 @@ ${proof ? `<input type="hidden" name="proof" value="${escapeHtml(proof)}">` : ''
   private openTheEmail(email: string): string {
     return htmlPage(
       'Open the link from the invitation e-mail',
-      `<p class="error" role="alert">To create an account for ${escapeHtml(email)}, open the link from the invitation e-mail sent to that address.</p>`,
+      `<p class="error" role="alert">To join as ${escapeHtml(email)}, open the link from the invitation e-mail sent to that address. A developer who already has an account can also accept the invite with the API (<code>POST /invites/accept</code>).</p>`,
     );
   }
 

@@ -21,9 +21,11 @@ export class InvitesController {
   @ApiOperation({
     operationId: 'createDeveloperInvite',
     summary: 'Invite a developer by e-mail; a message with a join link is sent to the invitee',
+    description:
+      'Invite e-mails are limited per sender and per recipient address over the last hour (deleted invites count too): over a limit, 429 `threshold_exceeded` with `Retry-After`.',
   })
   @ApiCreatedResponse({ type: InviteResponse })
-  @ApiErrors(400, 409)
+  @ApiErrors(400, 409, 429)
   create(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @CurrentDeveloper() caller: AuthenticatedDeveloper,

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { Brackets, DataSource, type Repository, type SelectQueryBuilder } from 'typeorm';
 import { writeRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForContextTransaction } from '../database/transaction-lock';
 import { InviteEntity, InviteState } from './invite.entity';
 
 /** The states of an invite not yet used (they read EXPIRED once `expiresAt` has passed). */
@@ -18,9 +19,10 @@ export interface LeasedInvite {
 }
 
 /**
- * Every statement on `invites` (habit 15). Statements go through the transaction the context
- * carries (MetadataTransactions): inside its withTransaction they join it, outside they run on their
- * own; the hot single-statement writes run on the pool itself (writeRows), outside any transaction.
+ * Every statement on `invites` and `invite_sends` (the records of invite e-mails, counted by the
+ * limits; habit 15). Statements go through the transaction the context carries
+ * (MetadataTransactions): inside its withTransaction they join it, outside they run on their own;
+ * the e-mail job's single-statement writes run on the pool itself (writeRows), outside any transaction.
  */
 @Injectable()
 export class InvitesRepository {
@@ -34,11 +36,49 @@ export class InvitesRepository {
   }
 
   /**
+   * Takes the invite e-mail allowance of this sender and of this recipient address for the rest of
+   * the context's transaction (refused outside one): creates by the same sender, or to the same
+   * address, take turns from here to their commit, so each counts what the others recorded. Always
+   * in this order (sender, then address), so two creates never wait on each other in a circle.
+   */
+  lockSendAllowance(senderId: string, email: string): Promise<void> {
+    return lockForContextTransaction(this.txHost, `invite-sends:sender:${senderId}`, `invite-sends:to:${email}`);
+  }
+
+  /**
+   * Seconds until the sender, and the address, may be sent another invite e-mail: null for one still
+   * under its limit (fewer than `perSender` / `perRecipient` e-mails recorded in the last
+   * `windowSeconds`). Otherwise the wait ends when the e-mail that brought it to its limit (the
+   * limit-th most recent) leaves the window. Read after lockSendAllowance, in the same transaction: a
+   * later statement of a read-committed transaction sees what the lock's previous holder committed.
+   */
+  async sendAllowanceWait(
+    senderId: string,
+    email: string,
+    limits: { perSender: number; perRecipient: number; windowSeconds: number },
+  ): Promise<{ sender: number | null; recipient: number | null }> {
+    // The limit-th most recent record of the window ($3 / $4 is the limit), when there is one.
+    const wait = (column: string, key: string, limit: string) =>
+      `(SELECT greatest(1, ceil(extract(epoch FROM created + make_interval(secs => $5) - now())))::int
+          FROM invite_sends
+         WHERE ${column} = ${key} AND created > now() - make_interval(secs => $5)
+         ORDER BY created DESC OFFSET ${limit} - 1 LIMIT 1)`;
+    const [row] = await this.txHost.tx.query<{ sender: number | null; recipient: number | null }[]>(
+      `SELECT ${wait('sender_id', '$1::uuid', '$3')} AS sender, ${wait('email', '$2::varchar', '$4')} AS recipient`,
+      [senderId, email, limits.perSender, limits.perRecipient, limits.windowSeconds],
+    );
+    return row;
+  }
+
+  /**
    * Inserts an EMAIL_PENDING invite unless `memberCondition` (SQL over $1, the workspace id, and $2,
-   * the e-mail) holds; answers the new row's columns, or nothing when it held. One statement, one
-   * round trip: the member check, expiring an open invite that has run out (it no longer blocks a
-   * new one; `expired` is read before the insert, so that runs first) and the insert. A concurrent
-   * invite for the same address meets the open-invite unique index (the error is the caller's).
+   * the e-mail) holds, and records its e-mail in `invite_sends` with it; answers the new row's
+   * columns, or nothing when it held. One statement: the member check, expiring an open invite that
+   * has run out (it no longer blocks a new one; `expired` is read before the insert, so that runs
+   * first), the insert and the e-mail's record (only for an invite inserted). It runs in the
+   * context's transaction, which holds the allowance's lock. A concurrent invite for the same address
+   * meets the open-invite unique index (the error is the caller's; the transaction and so the record
+   * roll back).
    */
   insertUnlessMember(
     memberCondition: string,
@@ -52,18 +92,20 @@ export class InvitesRepository {
     },
   ): Promise<{ id: string; created: Date; updated: Date; expires_at: Date }[]> {
     const open = OPEN_STATES.map((state) => `'${state}'`).join(', ');
-    return writeRows<{ id: string; created: Date; updated: Date; expires_at: Date }>(
-      this.dataSource,
+    return this.txHost.tx.query(
       `WITH member AS (SELECT ${memberCondition} AS found),
             expired AS (
               UPDATE invites SET state = '${InviteState.Expired}', updated = now()
                WHERE workspace_id = $1 AND email = $2 AND state IN (${open}) AND expires_at <= now()
                  AND NOT (SELECT found FROM member)
-              RETURNING 1)
-       INSERT INTO invites (workspace_id, sender_id, email, code_hash, code_ciphertext, state, expires_at)
-       SELECT $1::uuid, $3::uuid, $2::varchar, $4::varchar, $5::text, '${InviteState.EmailPending}'::invite_state, $6::timestamptz
-        WHERE NOT (SELECT found FROM member) AND (SELECT count(*) FROM expired) >= 0
-       RETURNING id, created, updated, expires_at`,
+              RETURNING 1),
+            inserted AS (
+              INSERT INTO invites (workspace_id, sender_id, email, code_hash, code_ciphertext, state, expires_at)
+              SELECT $1::uuid, $3::uuid, $2::varchar, $4::varchar, $5::text, '${InviteState.EmailPending}'::invite_state, $6::timestamptz
+               WHERE NOT (SELECT found FROM member) AND (SELECT count(*) FROM expired) >= 0
+              RETURNING id, created, updated, expires_at),
+            recorded AS (INSERT INTO invite_sends (sender_id, email) SELECT $3::uuid, $2::varchar FROM inserted)
+       SELECT id, created, updated, expires_at FROM inserted`,
       [invite.workspaceId, invite.email, invite.senderId, invite.codeHash, invite.codeCiphertext, invite.expiresAt],
     );
   }
@@ -171,6 +213,21 @@ export class InvitesRepository {
       .andWhere(senderIsMember)
       .getRawMany<{ id: string }>();
     return rows.map((r) => r.id);
+  }
+
+  /**
+   * Deletes up to `take` records of invite e-mails older than `windowSeconds` (they no longer count),
+   * the oldest first, in one statement (rows another transaction holds skipped, not waited for); how
+   * many it deleted.
+   */
+  async deleteSendsOlderThan(windowSeconds: number, take: number): Promise<number> {
+    const [, deleted]: [unknown[], number] = await this.txHost.tx.query(
+      `DELETE FROM invite_sends
+        WHERE id = ANY(ARRAY(SELECT id FROM invite_sends WHERE created <= now() - make_interval(secs => $1)
+                             ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      [windowSeconds, take],
+    );
+    return deleted;
   }
 
   private withRelations(query: SelectQueryBuilder<InviteEntity>): SelectQueryBuilder<InviteEntity> {

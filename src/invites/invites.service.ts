@@ -10,6 +10,7 @@ import { escapeHtml } from '../common/http/html';
 import { isUuid } from '../common/http/uuid';
 import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { pruneInBatches } from '../database/prune-in-batches';
 import { untilReachable } from '../database/wait-for-database';
 import { DeveloperProfiles } from '../developers/developer-profiles.service';
 import { DeveloperKind } from '../developers/developer.entity';
@@ -29,6 +30,8 @@ import { Mailer } from './mailer.service';
 const EMAIL_LEASE_SECONDS = 120;
 /** What is kept of the lease when a sent e-mail's record is retried: it stops that long before the lease ends. */
 const RECORD_SENT_MARGIN_MS = 10_000;
+/** The window of the invite e-mail limits (INVITES_PER_SENDER_PER_HOUR, INVITES_PER_RECIPIENT_PER_HOUR). */
+const SEND_WINDOW_SECONDS = 3600;
 /** An invite works only while its sender is a member: removing a member withdraws what they sent. */
 const SENDER_GONE = 'This invite was withdrawn: the member who sent it is no longer in the workspace';
 
@@ -63,6 +66,7 @@ export class InvitesService implements OnModuleInit {
 
   onModuleInit(): void {
     this.reconciler.register('invite-emails', () => this.redispatchOwedEmails());
+    this.reconciler.register('invite-sends-pruning', () => this.pruneSends());
   }
 
   async create(
@@ -72,14 +76,17 @@ export class InvitesService implements OnModuleInit {
   ): Promise<InviteResponse> {
     const email = input.email.trim().toLowerCase();
     const code = randomToken(24);
-    const rows = await this.invites
-      .insertUnlessMember(this.workspaces.memberWithEmailCondition('$1', '$2'), {
-        workspaceId: workspace.id,
-        email,
-        senderId: sender.id,
-        codeHash: sha256(code),
-        codeCiphertext: this.secrets.seal(code),
-        expiresAt: new Date(Date.now() + this.config.env.INVITE_TTL_SECONDS * 1000),
+    const rows = await this.txHost
+      .withTransaction(async () => {
+        await this.admitEmail(sender.id, email);
+        return this.invites.insertUnlessMember(this.workspaces.memberWithEmailCondition('$1', '$2'), {
+          workspaceId: workspace.id,
+          email,
+          senderId: sender.id,
+          codeHash: sha256(code),
+          codeCiphertext: this.secrets.seal(code),
+          expiresAt: new Date(Date.now() + this.config.env.INVITE_TTL_SECONDS * 1000),
+        });
       })
       .catch((err: unknown) => {
         if (isUniqueViolation(err)) {
@@ -106,6 +113,46 @@ export class InvitesService implements OnModuleInit {
     const profile = (await this.profiles.asSeenBy([{ ...sender, deleted: null }], sender.id)).get(sender.id)!;
     const response = this.toResponse({ ...invite, workspace }, profile);
     return input.programmatic ? { ...response, code } : response;
+  }
+
+  /**
+   * Counts the invite's e-mail against the limits over the last hour (INVITES_PER_SENDER_PER_HOUR
+   * per sender, INVITES_PER_RECIPIENT_PER_HOUR per address, whoever sends), in the context's
+   * transaction and under the allowance's lock, so parallel creates are counted one by one; the
+   * insert that follows in the same transaction records it. Records outlive their invite: deleting
+   * an invite gives nothing back (or invite, delete, invite again would mail one address, with the
+   * text of a workspace name of the sender's choosing, without end). Over a limit: 429 with
+   * `Retry-After`, nothing written.
+   */
+  private async admitEmail(senderId: string, email: string): Promise<void> {
+    const env = this.config.env;
+    await this.invites.lockSendAllowance(senderId, email);
+    const wait = await this.invites.sendAllowanceWait(senderId, email, {
+      perSender: env.INVITES_PER_SENDER_PER_HOUR,
+      perRecipient: env.INVITES_PER_RECIPIENT_PER_HOUR,
+      windowSeconds: SEND_WINDOW_SECONDS,
+    });
+    if (wait.sender !== null) throw this.tooManyEmails('sent by you', wait.sender);
+    if (wait.recipient !== null) throw this.tooManyEmails(`sent to ${email}`, wait.recipient);
+  }
+
+  private tooManyEmails(which: string, retryAfter: number): ApiException {
+    return new ApiException(
+      ErrorCode.ThresholdExceeded,
+      `Too many invite e-mails ${which} in the last hour; retry in ${retryAfter} seconds`,
+      { headers: { 'Retry-After': String(retryAfter) } },
+    );
+  }
+
+  /**
+   * Reconciler task: deletes the records of invite e-mails that have left the limits' window, a
+   * batch at a time (at most PRUNE_BATCHES_PER_PASS batches a pass; a backlog takes several); how
+   * many it deleted.
+   */
+  async pruneSends(): Promise<number> {
+    const deleted = await pruneInBatches((take) => this.invites.deleteSendsOlderThan(SEND_WINDOW_SECONDS, take));
+    if (deleted > 0) this.logger.log({ deleted }, 'invite e-mail records past the limits window pruned');
+    return deleted;
   }
 
   /** The workspace's invites as `viewerId` (a member) sees them: each sender as in the workspace's developer list. */

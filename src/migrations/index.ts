@@ -11,6 +11,7 @@ import { TelemetryScale1795800000000 } from './1795800000000-TelemetryScale';
 import { SweepIndexesAndTokenPruning1795800000001 } from './1795800000001-SweepIndexesAndTokenPruning';
 import { HistoryIndexes1795800000002 } from './1795800000002-HistoryIndexes';
 import { ImplicitSubscription1795800000003 } from './1795800000003-ImplicitSubscription';
+import { InviteSends1795800000004 } from './1795800000004-InviteSends';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -27,4 +28,5 @@ export const MIGRATIONS: (new () => object)[] = [
   SweepIndexesAndTokenPruning1795800000001,
   HistoryIndexes1795800000002,
   ImplicitSubscription1795800000003,
+  InviteSends1795800000004,
 ];

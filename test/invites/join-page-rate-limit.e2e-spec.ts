@@ -1,13 +1,15 @@
 import { DeveloperKind } from '../../src/developers/developer.entity';
 import { DevelopersService } from '../../src/developers/developers.service';
+import { InvitesService } from '../../src/invites/invites.service';
 import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
 
 const LIMIT = 3;
 
 /**
- * Any developer can invite any address programmatically and so hold a code for it: without a
- * limit, the join page's "sign in and join" form would be a password oracle for every account,
- * beside the rate-limited login form.
+ * Any developer can invite any address programmatically and so hold a code for it; only the e-mailed
+ * link (with its proof) reaches the "sign in and join" form, but a link can be forwarded or leak:
+ * without a limit, the form would be a password oracle for that account, beside the rate-limited
+ * login form.
  */
 describe('the join page is rate limited like the login form', () => {
   let t: TestApp;
@@ -36,15 +38,21 @@ describe('the join page is rate limited like the login form', () => {
         .send({ email: victim, programmatic: true })
         .expect(201)
     ).body as { code: string };
+    // The password is checked only for the e-mailed link (code and proof; join-page-bare-code.e2e-spec):
+    // this is someone holding a forwarded or leaked link.
+    const proof = t.app.get(InvitesService).emailProof(code);
 
     for (let i = 0; i < LIMIT; i++) {
       const guess = await t.http
         .post('/invites/join')
         .type('form')
-        .send({ code, password: `guess-${i}-wrong` });
+        .send({ code, proof, password: `guess-${i}-wrong` });
       expect(guess.status).toBe(401);
     }
-    const throttled = await t.http.post('/invites/join').type('form').send({ code, password: 'the-right-password' });
+    const throttled = await t.http
+      .post('/invites/join')
+      .type('form')
+      .send({ code, proof, password: 'the-right-password' });
     expect(throttled.status).toBe(429);
     expect(throttled.body).toEqual({ errorCode: 'threshold_exceeded', message: expect.any(String), statusCode: 429 });
     expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
