@@ -233,7 +233,7 @@ async function main() {
     // The bench workspace creates many databases and credentials: plan limits are not what is measured.
     PLAN_FREE_MAX_DATABASES: 'unlimited',
     PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: 'unlimited',
-    // One developer sends every invite of the bench: the invite e-mail limits are not what is measured.
+    // Four members send every invite of the bench: the invite e-mail limits are not what is measured.
     INVITES_PER_SENDER_PER_HOUR: '1000000',
     QUEUE_PREFIX: queuePrefix,
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
@@ -676,22 +676,38 @@ async function main() {
   });
 
   await scenario('invite_emails', '≥ 0.9', async () => {
+    // Four members of the workspace send the invites, one per request in flight: a member's own
+    // invites take turns on that member's e-mail allowance (the limits count them one by one), and
+    // one member sending hundreds a second is not a workload; many members inviting at once is.
+    const inviters = [];
+    for (let n = 1; n <= 4; n++) {
+      const {
+        rows: [dev],
+      } = await meta.query(`INSERT INTO developers (email, kind) VALUES ($1, 'HUMAN') RETURNING id`, [
+        `bench-inviter-${n}@example.test`,
+      ]);
+      await meta.query('INSERT INTO workspace_members (workspace_id, developer_id) VALUES ($1, $2)', [
+        a.workspaceId,
+        dev.id,
+      ]);
+      inviters.push({ authorization: `Bearer ${token(dev.id)}` });
+    }
     let batchNo = 0;
     const postInvites = async (tag, count) => {
       let next = 0;
-      const sender = async () => {
+      const sender = async (auth) => {
         while (next < count) {
           const i = next++;
           const res = await fetch(`${ours}/workspaces/bench/invites`, {
             method: 'POST',
-            headers: { ...a.auth, 'content-type': 'application/json' },
+            headers: { ...auth, 'content-type': 'application/json' },
             body: JSON.stringify({ email: `${tag}-${i}@example.test` }),
           });
           await res.arrayBuffer();
           if (res.status !== 201) throw new Error(`invite answered ${res.status}`);
         }
       };
-      await Promise.all(Array.from({ length: 4 }, sender));
+      await Promise.all(inviters.map(sender));
     };
     const invitesOurs = async (count = P.invites) => {
       const tag = `ours${++batchNo}`;
