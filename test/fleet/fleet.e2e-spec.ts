@@ -12,6 +12,7 @@ import { MIGRATIONS } from '../../src/migrations';
 import { WorkspaceEntity } from '../../src/workspaces/workspace.entity';
 import { Auth, createWorkspace, databaseRow, queryAs, serverIdOf, unique, waitForStatus } from '../databases/support';
 import { runCli } from '../identity/identity-support';
+import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { withSlowRows } from '../support/slow-rows';
 import {
   createDeveloperWithToken,
@@ -26,11 +27,7 @@ import {
 
 const REGION = 'AWS_US_WEST_2';
 const FIRST_URL = () => process.env.DATA_PLANE_URL!;
-const SECOND_URL = () => {
-  const url = process.env.TEST_SECOND_DATA_PLANE_URL;
-  if (!url) throw new Error('TEST_SECOND_DATA_PLANE_URL is not set: run the tests with `npm test`');
-  return url;
-};
+const SECOND_URL = secondDataPlaneUrl;
 
 /** Runs `work` with an admin session on one data-plane cluster. */
 async function onServer<T>(url: string, work: (db: Client) => Promise<T>): Promise<T> {

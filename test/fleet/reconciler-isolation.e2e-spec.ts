@@ -13,6 +13,7 @@ import {
   serverIdOf,
   unique,
 } from '../databases/support';
+import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { TcpRelay } from '../support/tcp-relay';
 import { createDeveloperWithToken, createIsolatedTestApp, reconcile, TestApp } from '../support/test-app';
 
@@ -24,11 +25,7 @@ const PASS_BOUND_MS = 8 * CONNECT_TIMEOUT_MS;
 /** The reconciler's batch (SWEEP_BATCH in the sweeps). */
 const SWEEP_BATCH = 500;
 
-const SECOND_URL = () => {
-  const url = process.env.TEST_SECOND_DATA_PLANE_URL;
-  if (!url) throw new Error('TEST_SECOND_DATA_PLANE_URL is not set: run the tests with `npm test`');
-  return url;
-};
+const SECOND_URL = secondDataPlaneUrl;
 
 async function onSecondServer<T>(work: (db: Client) => Promise<T>): Promise<T> {
   const db = new Client({ connectionString: SECOND_URL() });

@@ -8,6 +8,7 @@ import { OperationsMetrics } from '../../src/observability/operations-metrics';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
 import { Auth, createReadyDatabase, createWorkspace, DatabaseBody, serverIdOf, unique } from '../databases/support';
+import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { TcpRelay } from '../support/tcp-relay';
 import {
   createDeveloperWithToken,
@@ -34,11 +35,7 @@ const STALLED_DATABASES = 640;
  */
 const PASS_BOUND_MS = CONNECT_TIMEOUT_MS + 2 * PROBE_TIMEOUT_MS + 7000;
 
-const SECOND_URL = () => {
-  const url = process.env.TEST_SECOND_DATA_PLANE_URL;
-  if (!url) throw new Error('TEST_SECOND_DATA_PLANE_URL is not set: run the tests with `npm test`');
-  return url;
-};
+const SECOND_URL = secondDataPlaneUrl;
 
 /**
  * Telemetry while one data-plane server accepts connections and never answers (a hung server, a
