@@ -1,5 +1,5 @@
 import { AuthorizationCodesService } from '../../src/auth/oauth/authorization-codes.service';
-import { PRUNE_BATCH, PRUNE_BATCHES_PER_PASS } from '../../src/auth/oauth/expired-grants';
+import { PRUNE_BATCH, PRUNE_BATCHES_PER_PASS } from '../../src/database/prune-in-batches';
 import { RefreshTokensService } from '../../src/auth/oauth/refresh-tokens.service';
 import { createIsolatedTestApp, reconcile, TestApp } from '../support/test-app';
 import {

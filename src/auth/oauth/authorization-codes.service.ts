@@ -3,7 +3,8 @@ import { randomToken, sha256 } from '../../common/crypto/tokens';
 import { AppConfig } from '../../config/app-config';
 import { Reconciler } from '../../queues/reconciler';
 import { AuthorizationCodesRepository } from './authorization-codes.repository';
-import { pruneCutoff, pruneInBatches } from './expired-grants';
+import { pruneInBatches } from '../../database/prune-in-batches';
+import { pruneCutoff } from './expired-grants';
 
 export interface CodeGrant {
   clientId: string;

@@ -1,7 +1,5 @@
 import type { EntityManager } from 'typeorm';
 
-export { PRUNE_BATCH, PRUNE_BATCHES_PER_PASS, pruneInBatches } from '../../database/prune-in-batches';
-
 /** The moment before which grants expired long enough to be deleted (OAUTH_EXPIRED_RETENTION_DAYS). */
 export function pruneCutoff(now: Date, retentionDays: number): Date {
   return new Date(now.getTime() - retentionDays * 86_400_000);

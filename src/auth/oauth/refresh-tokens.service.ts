@@ -5,7 +5,8 @@ import { MetadataTransactions } from '../../database/metadata-transactions';
 import { lockForContextTransaction } from '../../database/transaction-lock';
 import { Reconciler } from '../../queues/reconciler';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
-import { pruneCutoff, pruneInBatches } from './expired-grants';
+import { pruneInBatches } from '../../database/prune-in-batches';
+import { pruneCutoff } from './expired-grants';
 import { isSubsetOf } from './scopes';
 
 export interface RefreshGrant {
