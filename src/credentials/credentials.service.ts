@@ -296,18 +296,15 @@ export class CredentialsService implements OnModuleInit {
   private async dropOrphanRoles(unanswering: UnansweringServers): Promise<number> {
     // Every live database of the fleet, every 30 s: two columns as raw rows (no entity hydration).
     const live = await this.databases.livePlacements();
-    const byServer = new Map<string, string[]>();
-    for (const { server_id: serverId, physical_name: physical } of live) {
-      const list = byServer.get(serverId) ?? [];
-      list.push(physical);
-      byServer.set(serverId, list);
-    }
     let dropped = 0;
-    for (const [serverId, physicals] of byServer) {
+    for (const [serverId, databases] of Map.groupBy(live, (d) => d.server_id)) {
       if (unanswering.skip(serverId)) continue;
       let members: { physical: string; role: string }[];
       try {
-        members = await this.dataPlane.credentialRoleMembers(serverId, physicals);
+        members = await this.dataPlane.credentialRoleMembers(
+          serverId,
+          databases.map((d) => d.physical_name),
+        );
       } catch (err) {
         unanswering.note(serverId, err);
         this.logger.warn({ serverId, err: messageOf(err) }, 'could not look for orphan credential roles');
@@ -372,15 +369,8 @@ export class CredentialsService implements OnModuleInit {
    * are skipped (see sweep).
    */
   private async reassertWaiting(waiting: CredentialEntity[], unanswering: UnansweringServers): Promise<void> {
-    const byServer = new Map<string, CredentialEntity[]>();
-    for (const credential of waiting) {
-      if (!credential.database || !credential.expiresAt) continue;
-      const serverId = serverOf(credential.database);
-      const list = byServer.get(serverId) ?? [];
-      list.push(credential);
-      byServer.set(serverId, list);
-    }
-    for (const [serverId, credentials] of byServer) {
+    const expiring = waiting.filter((c) => c.database && c.expiresAt);
+    for (const [serverId, credentials] of Map.groupBy(expiring, (c) => serverOf(c.database!))) {
       let wrong = new Set<string>();
       if (!unanswering.skip(serverId)) {
         try {
