@@ -1,3 +1,4 @@
+import { withinMs } from '../common/within-ms';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryResult } from 'pg';
 import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
@@ -433,26 +434,15 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /** Runs createLoginRole's work, given up (unavailable) once createLoginRoleDeadlineMs have passed since the session was asked for. */
-  private async beforeDeadline(session: DatabaseSession, work: () => Promise<void>): Promise<void> {
-    const running = work();
-    running.catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new Error(
-              `timeout: the credential role was not made within ${this.createLoginRoleDeadlineMs} ms of its session being asked for`,
-            ),
-          ),
-        Math.max(0, session.openedAt + this.createLoginRoleDeadlineMs - Date.now()),
-      );
-    });
-    try {
-      await Promise.race([running, deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
+  private beforeDeadline(session: DatabaseSession, work: () => Promise<void>): Promise<void> {
+    return withinMs(
+      work(),
+      session.openedAt + this.createLoginRoleDeadlineMs - Date.now(),
+      () =>
+        new Error(
+          `timeout: the credential role was not made within ${this.createLoginRoleDeadlineMs} ms of its session being asked for`,
+        ),
+    );
   }
 
   /**

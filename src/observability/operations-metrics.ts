@@ -1,3 +1,4 @@
+import { withinMs } from '../common/within-ms';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Job } from 'bull';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -275,18 +276,11 @@ export class OperationsMetrics implements OnModuleInit {
 
   /** The source's answer, or undefined (logged) when it fails or takes longer than a scrape can wait. */
   private async bounded<T>(what: string, source: Promise<T>): Promise<T | undefined> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${SOURCE_TIMEOUT_MS} ms`)), SOURCE_TIMEOUT_MS);
-    });
     try {
-      return await Promise.race([source, timeout]);
+      return await withinMs(source, SOURCE_TIMEOUT_MS, () => new Error(`no answer within ${SOURCE_TIMEOUT_MS} ms`));
     } catch (err) {
-      source.catch(() => undefined);
       this.logger.warn({ source: what, err: err instanceof Error ? err.message : String(err) }, 'metric source failed');
       return undefined;
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

@@ -1,3 +1,4 @@
+import { withinMs } from '../common/within-ms';
 import { getQueueToken } from '@nestjs/bull';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
@@ -85,26 +86,16 @@ export class JobDispatcher implements OnModuleInit {
       removeOnComplete: true,
       removeOnFail: FAILED_JOBS_KEPT,
     });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`enqueue timed out after ${ENQUEUE_TIMEOUT_MS} ms`)),
-        ENQUEUE_TIMEOUT_MS,
-      );
-    });
     try {
-      await Promise.race([add, timeout]);
+      await withinMs(add, ENQUEUE_TIMEOUT_MS, () => new Error(`enqueue timed out after ${ENQUEUE_TIMEOUT_MS} ms`));
       currentReconcileTally.getStore()?.count(queue);
       return true;
     } catch (err) {
-      add.catch(() => undefined);
       this.logger.warn(
         { queue, job: name, jobId: options.jobId, err: String(err) },
         'enqueue failed; the reconciler will retry',
       );
       return false;
-    } finally {
-      clearTimeout(timer);
     }
   }
 
