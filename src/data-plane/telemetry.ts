@@ -1,4 +1,5 @@
 import { Client, type Pool, type PoolClient } from 'pg';
+import { withinMs } from '../common/within-ms';
 import { isUnavailability } from './data-plane.service';
 import { assertPhysicalName } from './physical-names';
 
@@ -164,19 +165,17 @@ export async function probeDatabase(
     application_name: 'control-plane-probe',
   });
   client.on('error', () => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<ProbeOutcome>((resolve) => {
-    timer = setTimeout(() => resolve('unanswered'), timeoutMs);
-  });
   const probe = (async (): Promise<ProbeOutcome> => {
     await client.connect();
     const { rows } = await client.query<{ one: number }>('SELECT 1 AS one');
     return rows[0]?.one === 1 ? 'up' : 'down';
-  })().catch((err: unknown): ProbeOutcome => (isUnavailability(err) ? 'unanswered' : 'down'));
+  })();
+  const timedOut = new Error(`no answer within ${timeoutMs} ms`);
   try {
-    return await Promise.race([probe, deadline]);
+    return await withinMs(probe, timeoutMs, () => timedOut);
+  } catch (err) {
+    return err === timedOut || isUnavailability(err) ? 'unanswered' : 'down';
   } finally {
-    clearTimeout(timer);
     await client.end().catch(() => undefined);
   }
 }
