@@ -12,7 +12,7 @@ import { OAuthClientsRepository } from './oauth-clients.repository';
 import { OAuthClientsService } from './oauth-clients.service';
 import { RefreshTokensRepository } from './refresh-tokens.repository';
 import { RefreshTokensService } from './refresh-tokens.service';
-import { RedisThrottlerStorage, RedisThrottlerStorageModule } from './redis-throttler-storage';
+import { RedisThrottlerStorage, RedisThrottlerStorageModule } from '../../common/rate-limit/redis-throttler-storage';
 import { TokenEndpointService } from './token-endpoint.service';
 import { TokenController } from './token.controller';
 import { WellKnownController } from './well-known.controller';

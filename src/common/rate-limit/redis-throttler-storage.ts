@@ -2,7 +2,7 @@ import { Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/commo
 import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
 import type { ThrottlerStorageRecord } from '@nestjs/throttler/dist/throttler-storage-record.interface';
 import type Redis from 'ioredis';
-import { closeRedis, openRedis } from '../../common/redis/redis-connection';
+import { closeRedis, openRedis } from '../redis/redis-connection';
 import { AppConfig } from '../../config/app-config';
 
 /**
