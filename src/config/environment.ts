@@ -312,6 +312,29 @@ export class EnvironmentVariables {
   @Min(1)
   RATE_LIMIT_AUTH_PER_MINUTE = 20;
 
+  /**
+   * Password attempts at one account (by e-mail, existing or not) per hour from any address, counted
+   * until one succeeds; then 429 without checking. 0 turns the limit off.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR = 30;
+
+  /** Password and client-secret hashes (scrypt, 128 MiB each) computed at once per process. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  PASSWORD_HASHING_CONCURRENCY = 2;
+
+  /** Hashes waiting for one of those places; beyond them a request gets 503 with Retry-After. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(10000)
+  PASSWORD_HASHING_QUEUE = 16;
+
   /** Monthly price of the PRO subscription level in US dollars, prorated by the part of a month it is held. */
   @Transform(toNumber)
   @IsNumber({ maxDecimalPlaces: 6, allowNaN: false, allowInfinity: false })

@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
+import { SecretHasherModule } from '../common/crypto/secret-hasher';
+import { RedisThrottlerStorageModule } from '../common/rate-limit/redis-throttler-storage';
 import { DatabasesModule } from '../databases/databases.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
+import { AccountLoginAttempts } from './account-login-attempts';
 import { DatabaseIdsCache } from './database-ids-cache';
 import { DeveloperProfiles } from './developer-profiles.service';
 import { DevelopersController } from './developers.controller';
@@ -9,9 +12,9 @@ import { DevelopersService } from './developers.service';
 import { WorkspaceDevelopersController } from './workspace-developers.controller';
 
 @Module({
-  imports: [WorkspacesModule, DatabasesModule],
+  imports: [WorkspacesModule, DatabasesModule, SecretHasherModule, RedisThrottlerStorageModule],
   controllers: [DevelopersController, WorkspaceDevelopersController],
-  providers: [DevelopersRepository, DevelopersService, DeveloperProfiles, DatabaseIdsCache],
+  providers: [DevelopersRepository, DevelopersService, DeveloperProfiles, DatabaseIdsCache, AccountLoginAttempts],
   exports: [DevelopersService, DeveloperProfiles, DatabaseIdsCache],
 })
 export class DevelopersModule {}

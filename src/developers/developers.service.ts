@@ -4,7 +4,8 @@ import { isEmail } from 'class-validator';
 import { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
-import { hashSecret, needsRehash, verifySecret } from '../common/crypto/password-hasher';
+import { needsRehash } from '../common/crypto/password-hasher';
+import { SecretHasher } from '../common/crypto/secret-hasher';
 import { randomToken } from '../common/crypto/tokens';
 import { isUuid } from '../common/http/uuid';
 import { DatabaseIdsCache } from './database-ids-cache';
@@ -14,6 +15,7 @@ import { prefixedDatabase, prefixedDatabaseColumns } from '../databases/database
 import type { DatabaseEntity } from '../databases/database.entity';
 import { toWorkspace, type WorkspaceRow } from '../workspaces/workspace-rows';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import { AccountLoginAttempts } from './account-login-attempts';
 import { DeveloperKind } from './developer.entity';
 import { DevelopersRepository, type DeveloperIdentity } from './developers.repository';
 
@@ -100,6 +102,8 @@ export class DevelopersService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly developers: DevelopersRepository,
     private readonly databaseIds: DatabaseIdsCache,
+    private readonly hasher: SecretHasher,
+    private readonly loginAttempts: AccountLoginAttempts,
   ) {}
 
   /**
@@ -232,22 +236,24 @@ export class DevelopersService {
     if (await this.developers.existsWithEmail(email)) {
       throw new ApiException(ErrorCode.DuplicateEntity, `A developer with e-mail ${email} already exists`);
     }
-    const passwordHash = input.password !== undefined ? await hashSecret(input.password) : null;
+    const passwordHash = input.password !== undefined ? await this.hasher.hash(input.password) : null;
     const saved = await this.developers.create({ email, kind: input.kind, passwordHash });
     return { id: saved.id, email: saved.email, kind: saved.kind };
   }
 
   /**
    * The HUMAN developer with this e-mail and password, or null. Unknown e-mails, API developers and
-   * deleted developers fail like a wrong password, and take as long.
+   * deleted developers fail like a wrong password, and take as long. 429 once the e-mail's attempts
+   * are spent (AccountLoginAttempts), 503 when too many hashes are under way (SecretHasher).
    */
   async authenticate(email: string, password: string): Promise<DeveloperIdentity | null> {
-    const developer = isStorableText(email)
-      ? await this.developers.findActiveWithPasswordHash(normalizeEmail(email))
-      : null;
+    const account = isStorableText(email) ? normalizeEmail(email) : null;
+    if (account) await this.loginAttempts.take(account);
+    const developer = account ? await this.developers.findActiveWithPasswordHash(account) : null;
     const stored = developer?.passwordHash ?? (await this.decoy());
-    const matches = await verifySecret(password, stored);
+    const matches = await this.hasher.verify(password, stored);
     if (!developer || !developer.passwordHash || developer.kind !== DeveloperKind.Human || !matches) return null;
+    if (account) await this.loginAttempts.clear(account);
     if (needsRehash(developer.passwordHash)) await this.rehash(developer.id, developer.passwordHash, password);
     return { id: developer.id, email: developer.email, kind: developer.kind };
   }
@@ -257,11 +263,15 @@ export class DevelopersService {
    * if the stored hash is still the one checked: a password changed meanwhile wins.
    */
   private async rehash(id: string, checked: string, password: string): Promise<void> {
-    await this.developers.replacePasswordHash(id, checked, await hashSecret(password));
+    await this.developers.replacePasswordHash(id, checked, await this.hasher.hash(password));
   }
 
   private decoy(): Promise<string> {
-    this.decoyHash ??= hashSecret(randomToken());
+    // A refused attempt (the hashing gate full) is not kept: the next call makes the decoy again.
+    this.decoyHash ??= this.hasher.hash(randomToken()).catch((err: unknown) => {
+      this.decoyHash = undefined;
+      throw err;
+    });
     return this.decoyHash;
   }
 }

@@ -94,6 +94,7 @@ export class InvitePageController {
       );
     } catch (err) {
       if (!(err instanceof ApiException)) throw err;
+      res.set(err.headers); // Retry-After of a limit, say
       this.render(
         res,
         err.getStatus(),

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createTestApp, TestApp } from '../support/test-app';
 import {
+  GENEROUS_LIMIT,
   authorizationRequest,
   createApiDeveloper,
   createHuman,
@@ -11,13 +12,16 @@ import {
 
 const LIMIT = 3;
 
-function expectThrottled(res: { status: number; body: Record<string, unknown>; headers: Record<string, string> }) {
+function expectThrottled(
+  res: { status: number; body: Record<string, unknown>; headers: Record<string, string> },
+  windowSeconds = 60,
+) {
   expect(res.status).toBe(429);
   expect(res.body).toEqual({ errorCode: 'threshold_exceeded', message: expect.any(String), statusCode: 429 });
   const retryAfter = Number(res.headers['retry-after']);
   expect(Number.isInteger(retryAfter)).toBe(true);
   expect(retryAfter).toBeGreaterThan(0);
-  expect(retryAfter).toBeLessThanOrEqual(60);
+  expect(retryAfter).toBeLessThanOrEqual(windowSeconds);
 }
 
 describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
@@ -113,5 +117,44 @@ describe('rate limits shared by several API processes (counted in Redis)', () =>
     // The budget is spent, whichever process answers next.
     expectThrottled(await guess(b));
     expectThrottled(await guess(a));
+  });
+});
+
+describe('password attempts per account, from any address (RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR)', () => {
+  let t: TestApp;
+  const { params } = authorizationRequest('nilecli', 'http://localhost:5000/callback');
+  // Each attempt from an address of its own: the per-address limit never applies.
+  let nextAddress = 1;
+  const attempt = (email: string, password: string) =>
+    submitLogin(t.http, params, email, password).set('X-Forwarded-For', `198.51.100.${nextAddress++}`);
+
+  beforeAll(async () => {
+    t = await createTestApp({ ...GENEROUS_LIMIT, RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR: String(LIMIT) });
+  });
+  afterAll(() => t.close());
+
+  it("refuses an account's further attempts, even with the right password, once its budget is spent from many addresses", async () => {
+    const human = await createHuman(t.app, 'many-addresses');
+    for (let i = 0; i < LIMIT; i++) expect((await attempt(human.email, `wrong-${i}`)).status).toBe(401);
+    expectThrottled(await attempt(human.email, human.password), 3600);
+    // Written another way, the e-mail is the same account.
+    expectThrottled(await attempt(` ${human.email.toUpperCase()} `, human.password), 3600);
+    // Other accounts are not affected.
+    const other = await createHuman(t.app, 'bystander');
+    expect((await attempt(other.email, other.password)).status).toBe(302);
+  });
+
+  it('answers an e-mail without an account the same way, so the limit tells nothing about who has one', async () => {
+    const nobody = `nobody-${randomUUID()}@example.com`;
+    for (let i = 0; i < LIMIT; i++) expect((await attempt(nobody, `wrong-${i}`)).status).toBe(401);
+    expectThrottled(await attempt(nobody, 'anything'), 3600);
+  });
+
+  it('starts the count again after a right password', async () => {
+    const human = await createHuman(t.app, 'typo-prone');
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < LIMIT - 1; i++) expect((await attempt(human.email, `typo-${i}`)).status).toBe(401);
+      expect((await attempt(human.email, human.password)).status).toBe(302);
+    }
   });
 });

@@ -2,34 +2,30 @@ import { InvitesService } from '../../src/invites/invites.service';
 import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
 
+async function invite(t: TestApp, email: string) {
+  const owner = await createDeveloperWithToken(t.app);
+  const ws = (
+    await t.http
+      .post('/workspaces')
+      .set(owner.auth)
+      .send({ name: `Join ${Math.random().toString(36).slice(2, 9)}` })
+      .expect(201)
+  ).body;
+  const inv = (
+    await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email, programmatic: true }).expect(201)
+  ).body;
+  const code = inv.code as string;
+  // What the e-mailed link carries besides the code (the e-mail itself is tested in invites.e2e-spec).
+  const proof = t.app.get(InvitesService).emailProof(code);
+  return { ws, code, proof, inviteId: inv.id as string };
+}
+
 describe('the join page behind the e-mailed link', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp();
   });
   afterAll(() => t.close());
-
-  async function invite(email: string) {
-    const owner = await createDeveloperWithToken(t.app);
-    const ws = (
-      await t.http
-        .post('/workspaces')
-        .set(owner.auth)
-        .send({ name: `Join ${Math.random().toString(36).slice(2, 9)}` })
-        .expect(201)
-    ).body;
-    const inv = (
-      await t.http
-        .post(`/workspaces/${ws.slug}/invites`)
-        .set(owner.auth)
-        .send({ email, programmatic: true })
-        .expect(201)
-    ).body;
-    const code = inv.code as string;
-    // What the e-mailed link carries besides the code (the e-mail itself is tested in invites.e2e-spec).
-    const proof = t.app.get(InvitesService).emailProof(code);
-    return { ws, code, proof, inviteId: inv.id as string };
-  }
 
   const members = (workspaceId: string) =>
     t.dataSource.query(
@@ -39,7 +35,7 @@ describe('the join page behind the e-mailed link', () => {
 
   it('lets a person without an account choose a password, creating a HUMAN developer who joins', async () => {
     const email = uniqueEmail('newbie');
-    const { ws, code, proof, inviteId } = await invite(email);
+    const { ws, code, proof, inviteId } = await invite(t, email);
     const page = await t.http.get('/invites/accept').query({ code, proof }).expect(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.text).toContain('Create account and join');
@@ -66,7 +62,7 @@ describe('the join page behind the e-mailed link', () => {
 
   it('makes one account and one membership when the link is used twice at once', async () => {
     const email = uniqueEmail('double');
-    const { ws, code, proof, inviteId } = await invite(email);
+    const { ws, code, proof, inviteId } = await invite(t, email);
     // Marking this invite used waits 0.3 s inside the sign-up's transaction: the other sign-up reads
     // the invite meanwhile, and only the invite's row lock makes it wait for the outcome.
     const join = () =>
@@ -92,7 +88,7 @@ describe('the join page behind the e-mailed link', () => {
 
   it('asks a person with an account for their password and refuses a wrong one', async () => {
     const email = uniqueEmail('known');
-    const first = await invite(email);
+    const first = await invite(t, email);
     await t.http
       .post('/invites/join')
       .type('form')
@@ -100,7 +96,7 @@ describe('the join page behind the e-mailed link', () => {
       .expect(200);
     // Signing in needs the e-mailed link (its proof) too: with the bare code the page would tell
     // whoever holds it that the address has an account (join-page-bare-code.e2e-spec).
-    const { ws, code, proof } = await invite(email);
+    const { ws, code, proof } = await invite(t, email);
     const page = await t.http.get('/invites/accept').query({ code, proof }).expect(200);
     expect(page.text).toContain('Sign in and join');
     expect(page.text).toContain(`name="proof" value="${proof}"`);
@@ -121,7 +117,7 @@ describe('the join page behind the e-mailed link', () => {
     expect(unknown.text).toContain('cannot be used');
     expect(unknown.text).not.toContain('<form');
     const email = uniqueEmail('used');
-    const { code, proof } = await invite(email);
+    const { code, proof } = await invite(t, email);
     await t.http
       .post('/invites/join')
       .type('form')
@@ -133,7 +129,7 @@ describe('the join page behind the e-mailed link', () => {
 
   it('never creates an account from a bare code: only the e-mailed link (with its proof) can', async () => {
     const email = uniqueEmail('claimed');
-    const { code, proof } = await invite(email); // the inviter holds the bare code of a programmatic invite
+    const { code, proof } = await invite(t, email); // the inviter holds the bare code of a programmatic invite
     const page = await t.http.get('/invites/accept').query({ code }).expect(403);
     expect(page.text).toContain('open the link from the invitation e-mail');
     expect(page.text).not.toContain('<form');
@@ -155,7 +151,7 @@ describe('the join page behind the e-mailed link', () => {
 
   it('leaves no account behind when joining fails after the account was made (the invite vanished meanwhile)', async () => {
     const email = uniqueEmail('vanished');
-    const { code, proof, inviteId } = await invite(email);
+    const { code, proof, inviteId } = await invite(t, email);
     const invites = t.app.get(InvitesService);
     const stale = await invites.findByCode(code);
     await t.dataSource.query('DELETE FROM invites WHERE id = $1', [inviteId]);
@@ -171,5 +167,38 @@ describe('the join page behind the e-mailed link', () => {
       spy.mockRestore();
     }
     expect(await t.dataSource.query('SELECT id FROM developers WHERE email = $1', [email])).toEqual([]);
+  });
+});
+
+describe("the join page's sign-in counts against the account's password attempts", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR: '2' });
+  });
+  afterAll(() => t.close());
+
+  it("refuses the account's sign-in once its attempts are spent, there as on the login form", async () => {
+    const email = uniqueEmail('guessed');
+    const first = await invite(t, email);
+    await t.http
+      .post('/invites/join')
+      .type('form')
+      .send({ code: first.code, proof: first.proof, password: 'first password here' })
+      .expect(200);
+    const { ws, code, proof, inviteId } = await invite(t, email);
+    const join = (password: string) => t.http.post('/invites/join').type('form').send({ code, proof, password });
+    await join('guess one').expect(401);
+    await join('guess two').expect(401);
+    const refused = await join('first password here').expect(429);
+    expect(refused.text).toContain('Too many sign-in attempts for this account');
+    expect(refused.text).toContain('<form'); // the page, to try again later
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    const [row] = await t.dataSource.query('SELECT state FROM invites WHERE id = $1', [inviteId]);
+    expect(row.state).not.toBe('VERIFIED');
+    const joined = await t.dataSource.query(
+      'SELECT 1 FROM workspace_members m JOIN developers d ON d.id = m.developer_id WHERE m.workspace_id = $1 AND d.email = $2',
+      [ws.id, email],
+    );
+    expect(joined).toEqual([]);
   });
 });

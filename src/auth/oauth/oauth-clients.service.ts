@@ -1,5 +1,5 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { hashSecret, verifySecret } from '../../common/crypto/password-hasher';
+import { SecretHasher } from '../../common/crypto/secret-hasher';
 import { randomToken } from '../../common/crypto/tokens';
 import { ApiException } from '../../common/errors/api-exception';
 import { ErrorCode } from '../../common/errors/error-code';
@@ -47,6 +47,7 @@ export class OAuthClientsService implements OnApplicationBootstrap {
     private readonly clients: OAuthClientsRepository,
     private readonly txHost: MetadataTransactions,
     private readonly developers: DevelopersService,
+    private readonly hasher: SecretHasher,
   ) {}
 
   /** Registers the Nile CLI on first run; never touches it afterwards (an operator may have changed it). */
@@ -67,7 +68,7 @@ export class OAuthClientsService implements OnApplicationBootstrap {
 
   /** Whether `secret` is this confidential client's secret (scrypt, constant time). */
   verifySecret(client: ClientRecord, secret: string): Promise<boolean> {
-    return verifySecret(secret, client.secretHash);
+    return this.hasher.verify(secret, client.secretHash);
   }
 
   /**
@@ -92,7 +93,7 @@ export class OAuthClientsService implements OnApplicationBootstrap {
       name: input.name ?? input.clientId,
       redirectUris: [...new Set(input.redirectUris)],
       isPublic: input.isPublic,
-      secretHash: clientSecret ? await hashSecret(clientSecret) : null,
+      secretHash: clientSecret ? await this.hasher.hash(clientSecret) : null,
       developerId: input.developerId ?? null,
     });
     return {

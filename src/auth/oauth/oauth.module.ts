@@ -1,5 +1,6 @@
 import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { SecretHasherModule } from '../../common/crypto/secret-hasher';
 import { FormBody } from '../../common/http/form-body.middleware';
 import { AppConfig } from '../../config/app-config';
 import { DevelopersModule } from '../../developers/developers.module';
@@ -21,6 +22,7 @@ import { WellKnownController } from './well-known.controller';
 @Module({
   imports: [
     DevelopersModule,
+    SecretHasherModule,
     ThrottlerModule.forRootAsync({
       imports: [RedisThrottlerStorageModule],
       inject: [AppConfig, RedisThrottlerStorage],

@@ -17,7 +17,7 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1])
 return {hits, ttl}`;
 
 /**
- * The auth rate limits (login form, token endpoint, join page) counted in Redis, shared by every
+ * The auth rate limits (login form, token endpoint, join page, each account's password attempts) counted in Redis, shared by every
  * API process, under the deployment's QUEUE_PREFIX. A maintained package for this
  * (@nest-lab/throttler-storage-redis 1.2) declares NestJS up to 11 only, so this is a few lines of
  * our own. If Redis does not answer within a second, the limit is counted in this process's memory
@@ -63,6 +63,21 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
         'rate limit counted in this process only: Redis did not answer',
       );
       return this.fallback.increment(key, ttl, limit, blockDuration, throttlerName);
+    }
+  }
+
+  /**
+   * Forgets the hits counted under `key` (a right password clears its account's count). During a
+   * Redis outage the count kept in this process's memory is left to run out.
+   */
+  async reset(key: string, throttlerName: string): Promise<void> {
+    try {
+      await this.redis.del(`${this.prefix}${throttlerName}:${key}`);
+    } catch (err) {
+      this.logger.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'rate limit not reset: Redis did not answer',
+      );
     }
   }
 

@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { RedisThrottlerStorage } from '../common/rate-limit/redis-throttler-storage';
+import { AppConfig } from '../config/app-config';
+
+const HOUR_MS = 3_600_000;
+const THROTTLER = 'login-account';
+
+/**
+ * Password attempts per account, from any address (the per-address limit alone lets an attacker
+ * with many addresses guess one account's password without end): RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR
+ * in a window opened by the first attempt, counted in Redis for every API process, and cleared by a
+ * right password. Over it, 429 before any password is checked, whether or not the account exists.
+ * The price is that such an attacker also keeps the account's owner out while the attack lasts.
+ */
+@Injectable()
+export class AccountLoginAttempts {
+  private readonly limit: number;
+
+  constructor(
+    config: AppConfig,
+    private readonly storage: RedisThrottlerStorage,
+  ) {
+    this.limit = config.env.RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR;
+  }
+
+  /** Counts an attempt at the password of `email` (normalized); 429 once the account's budget is spent. */
+  async take(email: string): Promise<void> {
+    if (!this.limit) return;
+    const record = await this.storage.increment(keyOf(email), HOUR_MS, this.limit, HOUR_MS, THROTTLER);
+    if (!record.isBlocked) return;
+    const retryAfter = Math.max(1, record.timeToBlockExpire);
+    throw new ApiException(
+      ErrorCode.ThresholdExceeded,
+      `Too many sign-in attempts for this account; retry in ${retryAfter} s`,
+      { headers: { 'Retry-After': String(retryAfter), 'Cache-Control': 'no-store' } },
+    );
+  }
+
+  /** The right password was given: the account's count starts again. */
+  async clear(email: string): Promise<void> {
+    if (this.limit) await this.storage.reset(keyOf(email), THROTTLER);
+  }
+}
+
+/** The e-mail is not kept in Redis, only a digest of it. */
+function keyOf(email: string): string {
+  return createHash('sha256').update(email).digest('base64url');
+}
