@@ -1,11 +1,11 @@
 import { DataSource } from 'typeorm';
 import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
 import { MIGRATIONS } from '../../src/migrations';
-import { ComputeBillingEnd1795800000005 } from '../../src/migrations/1795800000005-ComputeBillingEnd';
+import { BillingEndAndAmountPrecision1795800000005 } from '../../src/migrations/1795800000005-BillingEndAndAmountPrecision';
 import { unique } from '../databases/support';
 import { dropMetadataDatabase } from '../support/test-app';
 
-describe('an install whose deletes left the instance period open until the termination', () => {
+describe('an install from before the billing corrections (open periods of deleted instances, amounts under 10^8 USD)', () => {
   let url: string;
   afterAll(() => dropMetadataDatabase(url));
 
@@ -14,7 +14,7 @@ describe('an install whose deletes left the instance period open until the termi
     base.pathname = `${base.pathname}_billing_end_${unique()}`;
     url = base.toString();
     await ensureDatabaseExists(url);
-    const upTo = MIGRATIONS.indexOf(ComputeBillingEnd1795800000005);
+    const upTo = MIGRATIONS.indexOf(BillingEndAndAmountPrecision1795800000005);
     expect(upTo).toBeGreaterThan(0);
     const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, upTo) });
     await previous.initialize();
@@ -72,6 +72,12 @@ describe('an install whose deletes left the instance period open until the termi
     // Another still running there: left open (its finalization ends it when due).
     const queued = await instance(deletedDb, null, null);
     const queuedPeriod = await period(queued, deletedDb, at('06:00:00.000'), null);
+    // A rated line at the most the old amount column held.
+    await previous.query(
+      `INSERT INTO billing_rated_lines (workspace_id, ym, component, source_id, quantity, unit, unit_price, amount)
+       VALUES ($1, '2026-03', 'compute', $2, 744, 'instance-hour', 134408.6021, 99999999.999999)`,
+      [workspaceId, oldPeriod],
+    );
     await previous.destroy();
 
     await migrateDatabase(url);
@@ -89,6 +95,16 @@ describe('an install whose deletes left the instance period open until the termi
         [latePeriod]: at('08:00:00.000'),
         [queuedPeriod]: null,
       });
+      // The amounts are kept as they were, and the column now holds far larger ones.
+      await db.query(
+        `INSERT INTO billing_rated_lines (workspace_id, ym, component, source_id, quantity, unit, unit_price, amount)
+         VALUES ($1, '2026-03', 'storage', 'db', 1000000, 'GB-month', 100000, 100000000000)`,
+        [workspaceId],
+      );
+      expect(await db.query('SELECT source_id, amount::text FROM billing_rated_lines ORDER BY component', [])).toEqual([
+        { source_id: oldPeriod, amount: '99999999.999999' },
+        { source_id: 'db', amount: '100000000000.000000' },
+      ]);
     } finally {
       await db.destroy();
     }
