@@ -35,7 +35,13 @@ export class RatedLineEntity {
   @Column({ name: 'unit_price', type: 'numeric', precision: 12, scale: 6, transformer: numericTransformer })
   unitPrice!: number;
 
-  @Column({ type: 'numeric', precision: 14, scale: 6, transformer: numericTransformer })
+  /**
+   * quantity × unit price, rounded to 6 places. Wide enough for the product of the largest quantity
+   * and the largest unit price their own columns hold (under 10^12 × 10^6), so no line the rating
+   * can produce overflows it, whatever the configured prices (a line that did not fit would fail its
+   * month's rating on every attempt).
+   */
+  @Column({ type: 'numeric', precision: 24, scale: 6, transformer: numericTransformer })
   amount!: number;
 
   @UpdateDateColumn({ name: 'rated_at', type: 'timestamptz' })

@@ -33,6 +33,26 @@ describe('rating', () => {
     ]);
   });
 
+  it('keeps the largest lines within their columns: quantity under 10^12, unit price under 10^6, amount under 10^18', () => {
+    // A month of the widest compute type (numeric(10,4)), PRO and storage at the most the
+    // configuration accepts (100000 USD), and the largest database PostgreSQL can report, all month.
+    const january = parseBillingMonth('2025-01')!;
+    const lines = rateMonth({
+      month: january,
+      now: afterApril,
+      periods: [{ id: 'p', hourlyCost: 999999.9999, startedAt: january.start, endedAt: null }],
+      subscriptions: [{ id: 's', level: 'PRO', validFrom: january.start, validTo: null }],
+      monthlyPrice: () => 100000,
+      storage: [{ databaseId: 'd', byteSeconds: 9_223_372_036_854_775_807n * 2_678_400n }],
+      storagePricePerGbMonth: 100000,
+    });
+    expect(lines.map((l) => [l.component, l.quantity, l.unitPrice, l.amount])).toEqual([
+      ['compute', '744.000000', '999999.999900', '743999999.925600'],
+      ['storage', '9223372036.854776', '100000.000000', '922337203685477.580700'],
+      ['subscription', '1.000000', '100000.000000', '100000.000000'],
+    ]);
+  });
+
   it('counts only the part of a period inside the month', () => {
     const period = {
       id: 'p',

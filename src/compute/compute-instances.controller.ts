@@ -106,7 +106,7 @@ export class ComputeInstancesController {
     operationId: 'deleteComputeInstance',
     summary: 'Delete a dedicated compute instance',
     description:
-      "Removes the instance from the database at once (it leaves the list; status DELETING) and terminates it in the background: its connections leave the database's connection limit and its usage period closes (TERMINATED). 202 until then, 200 once it is TERMINATED. Answers the database.",
+      "Removes the instance from the database at once (it leaves the list; status DELETING) and ends its usage period then: it is billed and measured up to this request. It is terminated in the background: its connections leave the database's connection limit (TERMINATED). 202 until then, 200 once it is TERMINATED. Answers the database.",
   })
   @ApiResponse({ status: 200, type: DatabaseResponse, description: 'Instance deleted' })
   @ApiResponse({ status: 202, type: DatabaseResponse, description: 'Instance deletion pending; poll for progress.' })

@@ -5,6 +5,7 @@ import { serverOf } from '../databases/database-lifecycle.service';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import { DatabasesService } from '../databases/databases.service';
+import { deletionDueOf } from '../databases/deletion-due';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
@@ -19,6 +20,15 @@ const SWEEP_BATCH = 500;
 
 type Outcome = { ok: true } | { ok: false; error: Error };
 const OK: Outcome = { ok: true };
+
+/**
+ * The end to record for a period of `database` closing at `at`: `at`, or when the database's deletion
+ * was due if that came first (its compute is billed until then, never while its finalization waits).
+ */
+function billedUntil(at: Date, database: DatabaseEntity | null): Date {
+  const due = database ? deletionDueOf(database) : null;
+  return due && due.getTime() < at.getTime() ? due : at;
+}
 
 /** The data plane refused (or could not be reached); the job retries with backoff. */
 class DataPlaneRefused extends Error {}
@@ -49,7 +59,8 @@ interface Locked {
  *
  * - create: PENDING -> PROVISIONING -> READY (a usage period opens);
  * - resize: READY -> RESIZING -> READY (the period at the old size closes, one at the new size opens);
- * - delete: DELETING -> TERMINATED (its period closes, its connections leave the envelope);
+ * - delete: DELETING -> TERMINATED (its connections leave the envelope). Its period closed when the
+ *   delete was accepted (ComputeService.delete, endUsage): billing never waits for the data plane;
  * - a data-plane failure: FAILED (DELETING stays DELETING) with `lastError`, retried with backoff.
  *
  * What an instance is on the data plane: its size's connections added to its database's
@@ -75,8 +86,8 @@ export class ComputeLifecycle implements OnModuleInit {
 
   onModuleInit(): void {
     this.reconciler.register('compute', () => this.sweep());
-    // A deleted database keeps its instances (and their cost) until its deletion is finalized.
-    // The finalization's transaction is the one the context carries.
+    // A deleted database keeps its instances until its deletion is finalized, and their cost until
+    // it was due. The finalization's transaction is the one the context carries.
     this.finalizers.register('compute', (database) => this.finalizeForDatabase(database));
   }
 
@@ -142,7 +153,7 @@ export class ComputeLifecycle implements OnModuleInit {
       const recorded = await this.locked(instanceId, async ({ instance, database }) => {
         if (!this.unchanged(instance, plan.instance) || !database) return false;
         if (plan.kind === 'terminate') {
-          await this.terminate(instance);
+          await this.terminate(instance, database);
           this.logger.log({ instanceId: instance.id, databaseId: database.id }, 'compute instance terminated');
           return true;
         }
@@ -176,14 +187,27 @@ export class ComputeLifecycle implements OnModuleInit {
   }
 
   /**
+   * Ends the instance's usage at `at`, the moment its delete is accepted (its row locked, in the
+   * transaction the context carries): it is billed and measured up to the customer's request, not
+   * up to its termination, which waits for the data plane. No period opens for it afterwards: the
+   * READY recording checks, with the row locked, that the instance was not deleted meanwhile.
+   */
+  async endUsage(instanceId: string, database: DatabaseEntity, at: Date): Promise<void> {
+    this.txHost.required('ending compute usage');
+    await this.periods.closeOpenOfInstance(instanceId, billedUntil(at, database));
+  }
+
+  /**
    * Runs inside a database's finalization (its physical database is gone already): every instance
-   * of it is terminated and its usage period closed, in the transaction the context carries. Idempotent.
+   * of it is terminated and its usage period closed when the deletion was due (not now: a late
+   * finalization costs the customer nothing), in the transaction the context carries. Idempotent.
    */
   async finalizeForDatabase(database: DatabaseEntity): Promise<void> {
     this.txHost.required('compute finalization');
     const now = new Date();
-    await this.periods.closeOpenOfDatabase(database.id, now);
+    // Instances, then periods: the order in which a delete (endUsage) takes them, so the two never deadlock.
     await this.instances.terminateAllOf(database.id, now);
+    await this.periods.closeOpenOfDatabase(database.id, billedUntil(now, database));
   }
 
   /** One reconcile pass: re-enqueues the job of every instance not in its desired state (lost or out of attempts). */
@@ -195,7 +219,7 @@ export class ComputeLifecycle implements OnModuleInit {
   private async begin({ instance, database }: Locked): Promise<Outcome | undefined> {
     if (instance.terminated) return undefined;
     if (!database || database.finalized) {
-      await this.terminate(instance);
+      await this.terminate(instance, database);
       return undefined;
     }
     if (instance.deleted) return OK;
@@ -221,13 +245,13 @@ export class ComputeLifecycle implements OnModuleInit {
   private async plan({ instance, database }: Locked): Promise<Plan> {
     if (instance.terminated) return { kind: 'done' };
     if (!database || database.finalized) {
-      await this.terminate(instance);
+      await this.terminate(instance, database);
       return { kind: 'done' };
     }
     if (instance.deleted) {
       // An instance only ever counted on a READY database; otherwise there is nothing to take back.
       if (database.status !== DatabaseStatus.Ready) {
-        await this.terminate(instance);
+        await this.terminate(instance, database);
         this.logger.log({ instanceId: instance.id, databaseId: database.id }, 'compute instance terminated');
         return { kind: 'done' };
       }
@@ -267,7 +291,10 @@ export class ComputeLifecycle implements OnModuleInit {
     return connectionLimitFor(limits);
   }
 
-  /** Opens the usage period at the instance's new size, closing the one at its old size (same instant). */
+  /**
+   * Opens the usage period at the instance's new size, closing the one at its old size (same instant;
+   * the old one not past its database's deletion due time).
+   */
   private async recordUsage(
     instance: ComputeInstanceEntity,
     database: DatabaseEntity,
@@ -276,7 +303,7 @@ export class ComputeLifecycle implements OnModuleInit {
     const now = new Date();
     const open = await this.periods.findOpen(instance.id);
     if (open?.instanceTypeId === type.id) return;
-    if (open) await this.periods.close(open.id, now);
+    if (open) await this.periods.close(open.id, billedUntil(now, database));
     await this.periods.insert({
       instanceId: instance.id,
       databaseId: database.id,
@@ -290,10 +317,15 @@ export class ComputeLifecycle implements OnModuleInit {
     });
   }
 
-  private async terminate(instance: ComputeInstanceEntity): Promise<void> {
+  /**
+   * Marks the instance TERMINATED. Its period is closed already (by its delete, or by its database's
+   * finalization); one left open (an instance deleted before deletes closed it) ends when the
+   * instance was deleted, as it would have then.
+   */
+  private async terminate(instance: ComputeInstanceEntity, database: DatabaseEntity | null): Promise<void> {
     const now = new Date();
     await this.instances.terminate(instance, now);
-    await this.periods.closeOpenOfInstance(instance.id, now);
+    await this.periods.closeOpenOfInstance(instance.id, billedUntil(instance.deleted ?? now, database));
   }
 
   /** Runs `work` with the instance's database row, then the instance row, locked (FOR UPDATE). */

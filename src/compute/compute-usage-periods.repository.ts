@@ -26,18 +26,30 @@ export class ComputeUsagePeriodsRepository {
     await this.repo.insert(row);
   }
 
+  /**
+   * Closes the period at `at`, or at its start if `at` is before it (clocks of two processes): a
+   * period never ends before it began.
+   */
   async close(id: string, at: Date): Promise<void> {
-    await this.repo.update({ id }, { endedAt: at });
+    await this.endAt(at).where('id = :id', { id }).execute();
   }
 
-  /** Closes the instance's open period (if any) at `at`. */
+  /** Closes the instance's open period (if any) at `at` (not before its start). */
   async closeOpenOfInstance(instanceId: string, at: Date): Promise<void> {
-    await this.repo.update({ instanceId, endedAt: IsNull() }, { endedAt: at });
+    await this.endAt(at).where('instance_id = :instanceId AND ended_at IS NULL', { instanceId }).execute();
   }
 
-  /** Closes every open period of the database's instances at `at`. */
+  /** Closes every open period of the database's instances at `at` (not before their start). */
   async closeOpenOfDatabase(databaseId: string, at: Date): Promise<void> {
-    await this.repo.update({ databaseId, endedAt: IsNull() }, { endedAt: at });
+    await this.endAt(at).where('database_id = :databaseId AND ended_at IS NULL', { databaseId }).execute();
+  }
+
+  private endAt(at: Date) {
+    return this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ endedAt: () => 'GREATEST(started_at, :at)' })
+      .setParameter('at', at);
   }
 
   /** The workspace's periods that overlap `[from, to)`, oldest first. */

@@ -171,8 +171,9 @@ export class ComputeService {
   }
 
   /**
-   * Removes the instance from the database at once (`deleted`, DELETING) and enqueues its
-   * termination; pending (202) until it is TERMINATED. Repeating it answers the same.
+   * Removes the instance from the database at once (`deleted`, DELETING), ends its usage (billing)
+   * then, and enqueues its termination; pending (202) until it is TERMINATED. Repeating it answers
+   * the same.
    */
   async delete(
     workspace: WorkspaceEntity,
@@ -185,6 +186,7 @@ export class ComputeService {
       if (row.deleted) return row;
       const changes = { deleted: new Date(), status: ComputeInstanceStatus.Deleting };
       await this.instances.update(row.id, changes);
+      await this.lifecycle.endUsage(row.id, database, changes.deleted);
       return { ...row, ...changes };
     });
     if (!instance.terminated) await this.lifecycle.dispatch(instance);

@@ -105,7 +105,7 @@ export class DatabasesController {
     operationId: 'deleteDatabase',
     summary: 'Delete a database',
     description:
-      'Marks the database deleted and queues it for deletion: it leaves the list and its name is free at once, but it keeps accepting connections and operations (and accruing compute cost) until the deletion is finalized after the grace period.',
+      'Marks the database deleted and queues it for deletion: it leaves the list and its name is free at once, but it keeps accepting connections and operations until the deletion is finalized after the grace period. Its compute cost accrues until the grace period ends, however late the finalization comes.',
   })
   @ApiResponse({ status: 200, type: DatabaseResponse })
   @ApiErrors(404)

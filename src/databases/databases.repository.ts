@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, In, IsNull, type Repository } from 'typeorm';
+import { DataSource, In, IsNull, Not, type Repository } from 'typeorm';
 import { type PreparedRead, readRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
@@ -9,6 +9,7 @@ import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
 import { type DataPlaneServerView, viewOf } from '../data-plane/data-plane-servers.service';
 import { DATABASE_COLUMNS, type DatabaseRow, toDatabase } from './database-rows';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
+import { deletionDueOf } from './deletion-due';
 
 /** The hot reads below, kept prepared on each pool connection (PreparedRead). */
 const IDS_OF_WORKSPACES: PreparedRead = {
@@ -128,6 +129,16 @@ export class DatabasesRepository {
 
   findUnfinalizedWithWorkspace(id: string): Promise<DatabaseEntity | null> {
     return this.repo.findOne({ where: { id, finalized: IsNull() }, relations: { workspace: true } });
+  }
+
+  /** For those of `ids` queued for deletion (finalized ones included): when the deletion is (or was) due. */
+  async deletionDueTimes(ids: string[]): Promise<Map<string, Date>> {
+    if (!ids.length) return new Map();
+    const rows = await this.repo.find({
+      select: { id: true, deleted: true, deletionDueAt: true },
+      where: { id: In(ids), deleted: Not(IsNull()) },
+    });
+    return new Map(rows.map((row) => [row.id, deletionDueOf(row)!]));
   }
 
   existsLiveNamed(workspaceId: string, name: string): Promise<boolean> {

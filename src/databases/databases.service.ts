@@ -349,6 +349,14 @@ export class DatabasesService {
     }
   }
 
+  /**
+   * For those of `ids` queued for deletion (finalized ones included): when the deletion is (or was)
+   * due, the moment their compute stops being billed (see deletionDueOf).
+   */
+  deletionDueTimes(ids: string[]): Promise<Map<string, Date>> {
+    return this.databases.deletionDueTimes(ids);
+  }
+
   /** The database row by id, whatever its state; null when there is none. */
   findRow(id: string): Promise<DatabaseEntity | null> {
     return this.databases.readById(id);

@@ -12,6 +12,7 @@ import { SweepIndexesAndTokenPruning1795800000001 } from './1795800000001-SweepI
 import { HistoryIndexes1795800000002 } from './1795800000002-HistoryIndexes';
 import { ImplicitSubscription1795800000003 } from './1795800000003-ImplicitSubscription';
 import { InviteSends1795800000004 } from './1795800000004-InviteSends';
+import { BillingEndAndAmountPrecision1795800000005 } from './1795800000005-BillingEndAndAmountPrecision';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -29,4 +30,5 @@ export const MIGRATIONS: (new () => object)[] = [
   HistoryIndexes1795800000002,
   ImplicitSubscription1795800000003,
   InviteSends1795800000004,
+  BillingEndAndAmountPrecision1795800000005,
 ];

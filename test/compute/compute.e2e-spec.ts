@@ -392,7 +392,7 @@ describe('dedicated compute', () => {
   });
 
   describe('delete', () => {
-    it('removes the instance from the list at once (202 with the database), then terminates it: period closed, default limit restored', async () => {
+    it('removes the instance from the list at once (202 with the database) and closes its period then; terminates it later: default limit restored', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const ready = await createReadyInstance(db, 'dc-medium');
       expect(await connectionLimit(t, db.id)).toBe(100);
@@ -413,6 +413,8 @@ describe('dedicated compute', () => {
       expect((await t.http.get(computePath(db)).set(auth).expect(200)).body).toEqual([]);
       const row = await instanceRow(t, ready.instanceId);
       expect(row.deleted).not.toBeNull();
+      // Billed up to the delete: its period is closed as the delete is accepted.
+      expect((await periodsOf(t, ready.instanceId)).map((p) => p.ended_at)).toEqual([row.deleted]);
 
       const terminated = await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'TERMINATED');
       expect(terminated.deleted).toBe(row.deleted!.toISOString());
@@ -420,7 +422,8 @@ describe('dedicated compute', () => {
       expect(final).toMatchObject({ status: 'TERMINATED', terminated: expect.any(Date), last_error: null });
       const periods = await periodsOf(t, ready.instanceId);
       expect(periods).toHaveLength(1);
-      expect(periods[0].ended_at!.getTime()).toBe(final.terminated!.getTime());
+      expect(periods[0].ended_at).toEqual(row.deleted);
+      expect(final.terminated!.getTime()).toBeGreaterThanOrEqual(row.deleted!.getTime());
       expect(await connectionLimit(t, db.id)).toBe(-1);
 
       // Deleting again answers the database (200: nothing is pending); a deleted instance cannot be changed.
@@ -645,7 +648,7 @@ describe('dedicated compute', () => {
   });
 
   describe('a database queued for deletion', () => {
-    it('keeps its instances running (and accruing) and operable until finalization, which terminates them and closes their periods', async () => {
+    it('keeps its instances running and operable until finalization, which terminates them; they are billed until the deletion was due', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const first = await createReadyInstance(db, 'dc-small');
       await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
@@ -663,14 +666,15 @@ describe('dedicated compute', () => {
         db.id,
       ]);
       await expect(t.app.get(DatabaseLifecycle).finalize(db.id)).resolves.toBe(true);
-      const finalized = (await databaseRow(t, db.id)).finalized!;
+      const { finalized, deletion_due_at: due } = await databaseRow(t, db.id);
       for (const instance of [first, second]) {
         const row = await instanceRow(t, instance.instanceId);
         expect(row).toMatchObject({ status: 'TERMINATED', terminated: expect.any(Date), deleted: expect.any(Date) });
-        expect(row.terminated!.getTime()).toBeLessThanOrEqual(finalized.getTime());
+        expect(row.terminated!.getTime()).toBeLessThanOrEqual(finalized!.getTime());
         const periods = await periodsOf(t, instance.instanceId);
         expect(periods).toHaveLength(1);
-        expect(periods[0].ended_at!.getTime()).toBe(row.terminated!.getTime());
+        // Ended when the deletion was due (or as it started, for one started after that).
+        expect(periods[0].ended_at!.getTime()).toBe(Math.max(due!.getTime(), periods[0].started_at.getTime()));
       }
       // A late job for a terminated instance changes nothing; the database is gone from the API.
       const before = await instanceRow(t, first.instanceId);
@@ -679,7 +683,7 @@ describe('dedicated compute', () => {
       await t.http.get(computePath(db)).set(auth).expect(404);
     });
 
-    it('a finalization arriving while an instance is being recorded READY waits for it, then terminates it and closes its period: none is left open', async () => {
+    it('a finalization arriving while an instance is being recorded READY waits for it, then terminates it and closes its period: none is left open, none billed past the due time', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
       await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
@@ -735,8 +739,9 @@ describe('dedicated compute', () => {
       expect(finalized).toBe(true);
       const row = await instanceRow(t, id);
       expect(row).toMatchObject({ status: 'TERMINATED', instance_type_id: 'dc-small', terminated: expect.any(Date) });
+      // It became READY after its database's deletion was due: its period ends as it starts.
       const periods = await periodsOf(t, id);
-      expect(periods.map((p) => [p.instance_type_id, p.ended_at])).toEqual([['dc-small', row.terminated]]);
+      expect(periods.map((p) => [p.instance_type_id, p.ended_at])).toEqual([['dc-small', periods[0].started_at]]);
     });
   });
 });
