@@ -5,10 +5,12 @@ import { CurrentDeveloper } from '../auth/current-developer.decorator';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DatabaseResponse } from './database.response';
 import { DatabasesService } from './databases.service';
+import { RequiredScope } from '../auth/required-scope';
 
 /** The database's `apiHost`: the same representation, addressed by id, for members of its workspace. */
 @ApiTags('databases')
 @Controller('databases')
+@RequiredScope('databases')
 export class DatabaseByIdController {
   constructor(private readonly databases: DatabasesService) {}
 

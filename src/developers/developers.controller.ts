@@ -7,9 +7,11 @@ import { AuthenticationReads, OwnProfile, type OwnWorkspaces } from '../auth/aut
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DeveloperResponse } from './developer.response';
 import { DeveloperProfiles } from './developer-profiles.service';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('developers')
 @Controller('developers')
+@RequiredScope('workspaces')
 export class DevelopersController {
   constructor(private readonly profiles: DeveloperProfiles) {}
 

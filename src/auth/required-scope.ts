@@ -1,0 +1,31 @@
+import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { scopeNames, scopeSetOf, type Scope, type ScopeSet } from './oauth/scopes';
+
+/** The metadata key of a route's scope, kept as a ScopeSet: what the guard tests a token's scopes against. */
+export const REQUIRED_SCOPE = 'auth:requiredScope';
+
+/**
+ * The scope an access token must carry for the route: on a controller for all its routes, on a
+ * handler for that route (overriding its controller's). The global guard (JwtAuthGuard) answers a
+ * token without it 403, and asks a route that declares none for every scope.
+ */
+export function RequiredScope(scope: Scope) {
+  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scopeSetOf(scope)));
+}
+
+/**
+ * The answer to a valid token (granting `granted`) without the scopes a route needs (`required`):
+ * 403 with the error body naming what is missing, and RFC 6750's `insufficient_scope` challenge
+ * naming the scope the route needs (§3.1), so the client knows what to ask for.
+ */
+export function insufficientScope(required: ScopeSet, granted: ScopeSet): ApiException {
+  const missing = scopeNames(required & ~granted);
+  const message = missing.includes(' ')
+    ? `The access token lacks the ${missing} scopes this operation needs`
+    : `The access token lacks the ${missing} scope this operation needs`;
+  return new ApiException(ErrorCode.ForbiddenOperation, message, {
+    headers: { 'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scopeNames(required)}"` },
+  });
+}
