@@ -1,4 +1,5 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { ApiExtension } from '@nestjs/swagger';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { scopeNames, scopeSetOf, type Scope, type ScopeSet } from './oauth/scopes';
@@ -6,13 +7,19 @@ import { scopeNames, scopeSetOf, type Scope, type ScopeSet } from './oauth/scope
 /** The metadata key of a route's scope, kept as a ScopeSet: what the guard tests a token's scopes against. */
 export const REQUIRED_SCOPE = 'auth:requiredScope';
 
+/** The OpenAPI extension naming an operation's scope (the bearer scheme cannot carry scopes in OpenAPI 3.0). */
+export const REQUIRED_SCOPE_EXTENSION = 'x-required-scope';
+
 /**
  * The scope an access token must carry for the route: on a controller for all its routes, on a
  * handler for that route (overriding its controller's). The global guard (JwtAuthGuard) answers a
- * token without it 403, and asks a route that declares none for every scope.
+ * token without it 403, and asks a route that declares none for every scope. The OpenAPI document
+ * names it on the operation; the operation's 403 is documented with its other errors (a second
+ * ApiResponse for the same status would repeat its description), and the document's spec checks
+ * that every scoped operation lists one.
  */
 export function RequiredScope(scope: Scope) {
-  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scopeSetOf(scope)));
+  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scopeSetOf(scope)), ApiExtension(REQUIRED_SCOPE_EXTENSION, scope));
 }
 
 /**

@@ -20,7 +20,7 @@ export class DatabaseByIdController {
     summary: "Get a database by id (its apiHost); unknown ids and other workspaces' databases are both 404",
   })
   @ApiResponse({ status: 200, type: DatabaseResponse })
-  @ApiErrors(401, 404)
+  @ApiErrors(401, 403, 404)
   get(@CurrentDeveloper() caller: AuthenticatedDeveloper, @Param('databaseId') id: string): Promise<DatabaseResponse> {
     return this.databases.getVisible(id, caller.id);
   }

@@ -17,7 +17,7 @@ export class DevelopersController {
 
   @Get('me')
   @ApiOperation({ operationId: 'identifyDeveloper', summary: 'Identify the developer behind the presented token' })
-  @ApiErrors(401)
+  @ApiErrors(401, 403)
   @ApiOkResponse({ type: DeveloperResponse })
   @AuthenticationReads('ownProfile')
   me(@CurrentDeveloper() caller: AuthenticatedDeveloper, @OwnProfile() own: OwnWorkspaces, @Res() res: Response): void {

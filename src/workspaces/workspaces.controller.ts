@@ -30,7 +30,7 @@ export class WorkspacesController {
 
   @Get()
   @ApiOperation({ operationId: 'listWorkspaces', summary: 'List the workspaces the caller belongs to' })
-  @ApiErrors(401)
+  @ApiErrors(401, 403)
   async list(@CurrentDeveloper() caller: AuthenticatedDeveloper): Promise<WorkspaceResponse[]> {
     return (await this.workspaces.listForMember(caller.id)).map((w) => WorkspaceResponse.from(w));
   }
