@@ -12,8 +12,8 @@ import { REQUIRED_SCOPE } from './required-scope';
 /**
  * Deny by default: every route needs a valid bearer token unless it is marked @Public(), and the
  * token must carry the route's scope (@RequiredScope; JwtStrategy checks it before reading anything,
- * a cheap test of the scopes remembered with the token). A route that declares no scope needs every
- * scope.
+ * a cheap test of the scopes remembered with the token). A route that declares no scope would need
+ * every scope, but none is left without one: RouteScopeCheck refuses to start the app.
  *
  * A token is verified by passport and passport-jwt the first time it is presented; after that (see
  * JwtStrategy) the guard loads its developer itself instead of going through passport's middleware

@@ -13,7 +13,8 @@ export const REQUIRED_SCOPE_EXTENSION = 'x-required-scope';
 /**
  * The scope an access token must carry for the route: on a controller for all its routes, on a
  * handler for that route (overriding its controller's). The global guard (JwtAuthGuard) answers a
- * token without it 403, and asks a route that declares none for every scope. The OpenAPI document
+ * token without it 403; every route that is not @Public() declares one, or the app refuses to start
+ * (RouteScopeCheck; the guard would ask such a route for every scope). The OpenAPI document
  * names it on the operation; the operation's 403 is documented with its other errors (a second
  * ApiResponse for the same status would repeat its description), and the document's spec checks
  * that every scoped operation lists one.
