@@ -7,6 +7,7 @@ import basicAuth from 'express-basic-auth';
 import helmet from 'helmet';
 import { createHash } from 'node:crypto';
 import { Logger } from 'nestjs-pino';
+import { REQUIRED_SCOPE_EXTENSION } from './auth/required-scope';
 import { AppConfig } from './config/app-config';
 import { installHttpMetrics, installMetricsEndpoint } from './observability/metrics-endpoint';
 import { JobDispatcher } from './queues/job-dispatcher';
@@ -30,6 +31,21 @@ export function interfaceRevision(document: OpenAPIObject): string {
     .slice(0, 7);
 }
 
+/**
+ * The bearer scheme's note on scopes. OpenAPI 3.0 lets only oauth2 and openIdConnect requirements
+ * list scopes (an http scheme's must be empty), and the published document's scheme is http bearer:
+ * so each operation names its scope in an extension instead, as immich names its permissions.
+ */
+const BEARER_DESCRIPTION = [
+  'An access token from `POST /oauth2/token` (an RS256 JWT).',
+  `Each operation names the scope the token must carry in \`${REQUIRED_SCOPE_EXTENSION}\`:`,
+  '`workspaces` (workspaces, members, invites, subscription, billing, the caller’s profile) or',
+  '`databases` (databases, credentials, compute, regions and compute types, metrics and insights);',
+  '`query` grants no operation of this API. A token that records no scope has every scope.',
+  'A token without the scope is answered 403 `forbidden_operation`, with',
+  '`WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`.',
+].join(' ');
+
 /** Builds the OpenAPI document of the running app (served at /docs and written by `npm run openapi`). */
 export function buildOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
   const config = new DocumentBuilder()
@@ -38,7 +54,10 @@ export function buildOpenApiDocument(app: NestExpressApplication): OpenAPIObject
       'Self-hostable control plane for hosted PostgreSQL databases, compatible with the Nile control-plane API.',
     )
     .setVersion(API_VERSION)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, 'jwtBearerAuth')
+    .addBearerAuth(
+      { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: BEARER_DESCRIPTION },
+      'jwtBearerAuth',
+    )
     .addSecurityRequirements('jwtBearerAuth')
     .build();
   const document = SwaggerModule.createDocument(app, config, { operationIdFactory: (_controller, method) => method });
@@ -67,7 +86,11 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   app.useBodyParser('json', { limit: config.env.BODY_LIMIT_BYTES });
   // Forms are read only on the routes that take them (FormBody); JsonBodyOfAnyType reads the rest.
 
-  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), { jsonDocumentUrl: 'docs-json' });
+  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), {
+    jsonDocumentUrl: 'docs-json',
+    // Shows each operation's x-required-scope.
+    swaggerOptions: { showExtensions: true },
+  });
 
   if (config.env.OPERATOR_PASSWORD) {
     const board = new ExpressAdapter();

@@ -1,6 +1,7 @@
 import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
 import type { Request } from 'express';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
+import type { ScopeSet } from './oauth/scopes';
 
 /**
  * What a route's handler needs that authentication can read in the statement that loads the
@@ -24,6 +25,8 @@ export type OwnWorkspaces = { workspace: WorkspaceEntity; databaseIds: Uint8Arra
 
 export type AuthenticatingRequest = Request & {
   authenticationReads?: AuthenticationRead;
+  /** The scopes the route needs (its @RequiredScope); JwtStrategy refuses a token without them. Every scope when unset. */
+  requiredScopes?: ScopeSet;
   ownWorkspaces?: OwnWorkspaces;
 };
 

@@ -5,10 +5,15 @@ import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AUTHENTICATION_READS, type AuthenticatingRequest, type AuthenticationRead } from './authentication-reads';
 import { JwtStrategy } from './jwt.strategy';
+import type { ScopeSet } from './oauth/scopes';
 import { IS_PUBLIC } from './public.decorator';
+import { REQUIRED_SCOPE } from './required-scope';
 
 /**
- * Deny by default: every route needs a valid bearer token unless it is marked @Public().
+ * Deny by default: every route needs a valid bearer token unless it is marked @Public(), and the
+ * token must carry the route's scope (@RequiredScope; JwtStrategy checks it before reading anything,
+ * a cheap test of the scopes remembered with the token). A route that declares no scope would need
+ * every scope, but none is left without one: RouteScopeCheck refuses to start the app.
  *
  * A token is verified by passport and passport-jwt the first time it is presented; after that (see
  * JwtStrategy) the guard loads its developer itself instead of going through passport's middleware
@@ -34,9 +39,14 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
     const req = context.switchToHttp().getRequest<AuthenticatingRequest>();
     const reads = this.reflector.get<AuthenticationRead | undefined>(AUTHENTICATION_READS, context.getHandler());
     if (reads) req.authenticationReads = reads;
-    const payload = this.strategy.remembered(req);
-    if (!payload) return super.canActivate(context);
-    return this.strategy.load(req, payload).then(
+    const scopes = this.reflector.getAllAndOverride<ScopeSet | undefined>(REQUIRED_SCOPE, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
+    if (scopes !== undefined) req.requiredScopes = scopes;
+    const token = this.strategy.remembered(req);
+    if (!token) return super.canActivate(context);
+    return this.strategy.load(req, token).then(
       (developer) => {
         req.user = this.handleRequest(null, developer, undefined);
         return true;
@@ -46,8 +56,9 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
   }
 
   /**
-   * `err` is set when loading the developer failed (the metadata database is out): that is no bad
-   * token, and the exception filter answers it 503, so the client keeps its token.
+   * `err` is set when the token lacks the route's scope (a 403 ApiException, passed on as it is) or
+   * when loading the developer failed (the metadata database is out): that is no bad token, and the
+   * exception filter answers it 503, so the client keeps its token.
    */
   override handleRequest<T>(err: unknown, user: T, info: unknown): T {
     if (err instanceof Error) throw err;

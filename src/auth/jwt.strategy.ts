@@ -9,6 +9,8 @@ import { DevelopersService } from '../developers/developers.service';
 import { isPossibleSlug, type WorkspaceRequest } from '../workspaces/workspace-request';
 import type { AuthenticatedDeveloper } from './authenticated-developer';
 import type { AuthenticatingRequest } from './authentication-reads';
+import { ALL_SCOPES, grantedScopes, type ScopeSet } from './oauth/scopes';
+import { insufficientScope } from './required-scope';
 import { SigningKeys } from './signing-keys';
 
 export interface AccessTokenPayload {
@@ -16,6 +18,12 @@ export interface AccessTokenPayload {
   exp?: number;
   scope?: string;
   client_id?: string;
+}
+
+/** A token that passed verification: its claims, and the scopes its `scope` claim grants (read once). */
+export interface VerifiedToken {
+  claims: AccessTokenPayload;
+  scopes: ScopeSet;
 }
 
 /** How many verified tokens are remembered, and for how long at most (their expiry comes first). */
@@ -31,13 +39,14 @@ const bearerToken = ExtractJwt.fromAuthHeaderAsBearerToken();
  * sends the same token many times: a token that passed is remembered until it expires (at most five
  * minutes), so its next requests skip the verification (JwtAuthGuard asks `remembered` before it
  * hands a request to passport). Only the verification is remembered: the
- * developer is loaded on every request, so a removed developer loses access at once. Access tokens
+ * developer is loaded on every request, so a removed developer loses access at once. The token's
+ * scopes are remembered with it, read into a ScopeSet, so the route's scope costs one AND. Access tokens
  * are not revocable (they are short-lived; refresh tokens are what revocation ends), and the signing
  * key only changes with a restart, which forgets everything remembered.
  */
 @Injectable()
 export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
-  private readonly verified = new LRUCache<string, AccessTokenPayload>({ max: VERIFIED_TOKENS });
+  private readonly verified = new LRUCache<string, VerifiedToken>({ max: VERIFIED_TOKENS });
 
   constructor(
     config: AppConfig,
@@ -57,8 +66,8 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
     } as never);
   }
 
-  /** The claims of the request's bearer token if passport-jwt verified that token before and it has not expired. */
-  remembered(req: Request): AccessTokenPayload | undefined {
+  /** The request's bearer token if passport-jwt verified it before and it has not expired. */
+  remembered(req: Request): VerifiedToken | undefined {
     const token = bearerToken(req);
     return token ? this.verified.get(token) : undefined;
   }
@@ -66,19 +75,24 @@ export class JwtStrategy extends PassportStrategy(Strategy, 'jwt') {
   /** Called by passport-jwt once a token has passed verification. */
   async validate(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
     const token = bearerToken(req);
+    const verified: VerifiedToken = { claims: payload, scopes: grantedScopes(payload.scope) };
     const ttl = Math.min((payload.exp ?? 0) * 1000 - Date.now(), VERIFIED_FOR_MS);
-    if (token && ttl > 0) this.verified.set(token, payload, { ttl });
-    return this.load(req, payload);
+    if (token && ttl > 0) this.verified.set(token, verified, { ttl });
+    return this.load(req, verified);
   }
 
   /**
-   * The token's developer, if not deleted. On a workspace-scoped route the same statement reads the
+   * The token's developer, if not deleted, once the token is known to carry the scopes the route
+   * needs (JwtAuthGuard puts them on the request): a token without them is refused before anything
+   * is read. On a workspace-scoped route the same statement reads the
    * caller's membership of that workspace, which the workspace guard then uses instead of asking
    * again; and what the route asks for with AuthenticationReads (its `:databaseName` database, or the
    * caller's workspaces and database ids).
    */
-  async load(req: Request, payload: AccessTokenPayload): Promise<AuthenticatedDeveloper | false> {
-    const reads = (req as AuthenticatingRequest).authenticationReads;
+  async load(req: Request, token: VerifiedToken): Promise<AuthenticatedDeveloper | false> {
+    const { authenticationReads: reads, requiredScopes = ALL_SCOPES } = req as AuthenticatingRequest;
+    if ((token.scopes & requiredScopes) !== requiredScopes) throw insufficientScope(requiredScopes, token.scopes);
+    const payload = token.claims;
     const slug: unknown = req.params?.workspaceSlug;
     const databaseName: unknown = req.params?.databaseName;
     let developer;

@@ -5,9 +5,11 @@ import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-acces
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { BillingService } from './billing.service';
 import { WorkspaceMonthlyTotalsDto } from './monthly-totals.response';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('billing')
 @Controller('workspaces/:workspaceSlug/billing')
+@RequiredScope('workspaces')
 @WorkspaceScoped()
 export class BillingController {
   constructor(private readonly billing: BillingService) {}

@@ -10,6 +10,7 @@ import { Accepted, ComputeService } from './compute.service';
 import { CreateComputeInstanceDto } from './dto/create-compute-instance.dto';
 import { ListComputeInstancesQueryDto } from './dto/list-compute-instances-query.dto';
 import { UpdateComputeInstanceDto } from './dto/update-compute-instance.dto';
+import { RequiredScope } from '../auth/required-scope';
 
 function answer<T>(res: Response, result: Accepted<T>): T {
   res.status(result.pending ? 202 : 200);
@@ -18,6 +19,7 @@ function answer<T>(res: Response, result: Accepted<T>): T {
 
 @ApiTags('compute')
 @Controller('workspaces/:workspaceSlug/databases/:databaseName/compute')
+@RequiredScope('databases')
 @WorkspaceScoped()
 @ApiParam({ name: 'databaseName', type: String })
 export class ComputeInstancesController {

@@ -3,9 +3,11 @@ import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { WorkspaceScoped } from '../workspaces/workspace-access.guard';
 import { ComputeInstanceTypeResponse } from './compute-instance.response';
 import { ComputeService } from './compute.service';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('workspaces')
 @Controller('workspaces/:workspaceSlug/compute-types')
+@RequiredScope('databases')
 @WorkspaceScoped()
 export class ComputeTypesController {
   constructor(private readonly compute: ComputeService) {}

@@ -12,9 +12,11 @@ import { CreateCredentialResponse, CredentialResponse } from './credential.respo
 import { CredentialsService } from './credentials.service';
 import { CredentialGroupQueryDto } from './dto/credential-group-query.dto';
 import { RotateCredentialsDto } from './dto/rotate-credentials.dto';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('credentials')
 @Controller('workspaces/:workspaceSlug/databases/:databaseName/credentials')
+@RequiredScope('databases')
 @WorkspaceScoped()
 @ApiParam({ name: 'databaseName', type: String })
 export class CredentialsController {

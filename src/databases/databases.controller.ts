@@ -13,9 +13,11 @@ import { PrefetchedDatabase } from './prefetched-database.decorator';
 import { CreateDatabaseDto } from './dto/create-database.dto';
 import { DEFAULT_DATABASE_PAGE, ListDatabasesQueryDto } from './dto/list-databases-query.dto';
 import { RenameDatabaseDto } from './dto/rename-database.dto';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('databases')
 @Controller('workspaces/:workspaceSlug/databases')
+@RequiredScope('databases')
 @WorkspaceScoped()
 export class DatabasesController {
   constructor(

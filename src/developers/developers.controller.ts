@@ -7,15 +7,17 @@ import { AuthenticationReads, OwnProfile, type OwnWorkspaces } from '../auth/aut
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DeveloperResponse } from './developer.response';
 import { DeveloperProfiles } from './developer-profiles.service';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('developers')
 @Controller('developers')
+@RequiredScope('workspaces')
 export class DevelopersController {
   constructor(private readonly profiles: DeveloperProfiles) {}
 
   @Get('me')
   @ApiOperation({ operationId: 'identifyDeveloper', summary: 'Identify the developer behind the presented token' })
-  @ApiErrors(401)
+  @ApiErrors(401, 403)
   @ApiOkResponse({ type: DeveloperResponse })
   @AuthenticationReads('ownProfile')
   me(@CurrentDeveloper() caller: AuthenticatedDeveloper, @OwnProfile() own: OwnWorkspaces, @Res() res: Response): void {

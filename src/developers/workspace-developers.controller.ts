@@ -9,9 +9,11 @@ import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspacesService } from '../workspaces/workspaces.service';
 import { DeveloperProfiles } from './developer-profiles.service';
 import { DeveloperResponse } from './developer.response';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('developers')
 @Controller('workspaces/:workspaceSlug/developers')
+@RequiredScope('workspaces')
 @WorkspaceScoped()
 export class WorkspaceDevelopersController {
   constructor(

@@ -6,11 +6,13 @@ import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { InsightsQueryDto } from './dto/insights-query.dto';
 import { DatabaseErrorsResponse, DatabaseQueryPerformanceResponse, DatabaseUptimeResponse } from './insights.response';
 import { InsightsService, MAX_INSIGHT_POINTS } from './insights.service';
+import { RequiredScope } from '../auth/required-scope';
 
 const WINDOW = `Buckets of \`granularity\` (1m, 5m, 1h or 1d; default 1h) from \`start\` (inclusive) to \`end\` (exclusive); both minute-aligned ISO 8601 date-times with a time zone; \`end\` defaults to the next minute, \`start\` to 24 hours before \`end\`; at most ${MAX_INSIGHT_POINTS} buckets. Each sample of the once-per-interval sampler counts in the bucket holding its time; buckets without samples are left out. \`databaseId\` is the database's id (its name is accepted too).`;
 
 @ApiTags('databases')
 @Controller('workspaces/:workspaceSlug/databases/:databaseId/insights')
+@RequiredScope('databases')
 @WorkspaceScoped()
 @ApiParam({ name: 'databaseId', type: String, description: 'The database id (or its name)' })
 export class InsightsController {

@@ -14,6 +14,7 @@ import { ProvisionDatabaseDto } from './dto/provision-database.dto';
 import { InstantDatabasesOffered } from './instant-databases-offered.guard';
 import { InstantDatabasesService } from './instant-databases.service';
 import { ProvisionedDatabaseResponse } from './provisioned-database.response';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('databases')
 @Controller()
@@ -41,6 +42,7 @@ export class InstantDatabasesController {
 
   @Post('workspaces/:workspaceSlug/databases/claim')
   @WorkspaceScoped()
+  @RequiredScope('databases')
   @HttpCode(200)
   @ApiOperation({
     operationId: 'claimDatabase',

@@ -6,9 +6,11 @@ import { ApiErrors } from '../common/http/api-errors.decorator';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { AcceptInviteDto } from './dto/accept-invite.dto';
 import { InvitesService } from './invites.service';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('invites')
 @Controller('invites')
+@RequiredScope('workspaces')
 export class InviteAcceptanceController {
   constructor(private readonly invites: InvitesService) {}
 

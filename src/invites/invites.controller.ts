@@ -9,9 +9,11 @@ import { CreateInviteDto } from './dto/create-invite.dto';
 import { ListInvitesQueryDto } from './dto/list-invites.dto';
 import { InviteResponse } from './invite.response';
 import { InvitesService } from './invites.service';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('invites')
 @Controller('workspaces/:workspaceSlug/invites')
+@RequiredScope('workspaces')
 @WorkspaceScoped()
 export class InvitesController {
   constructor(private readonly invites: InvitesService) {}

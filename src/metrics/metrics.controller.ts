@@ -7,9 +7,11 @@ import { WorkspaceComputeUsage } from './compute-usage.response';
 import { ComputeMetricsQueryDto } from './dto/compute-metrics-query.dto';
 import { MAX_METRICS_WINDOW_DAYS } from './metrics.service';
 import { MetricsService } from './metrics.service';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('metrics')
 @Controller('workspaces/:workspaceSlug/metrics')
+@RequiredScope('databases')
 @WorkspaceScoped()
 export class MetricsController {
   constructor(private readonly metrics: MetricsService) {}

@@ -11,11 +11,13 @@ import { WorkspaceSubscriptionRequest } from './dto/start-subscription.dto';
 import { ALL_SUBSCRIPTION_LEVELS } from './subscription-level';
 import { WorkspaceSubscriptionDto } from './subscription.response';
 import { SubscriptionsService } from './subscriptions.service';
+import { RequiredScope } from '../auth/required-scope';
 
 const LEVELS = ALL_SUBSCRIPTION_LEVELS.join(', ');
 
 @ApiTags('subscription')
 @Controller('workspaces/:workspaceSlug/subscription')
+@RequiredScope('workspaces')
 @WorkspaceScoped()
 export class SubscriptionsController {
   constructor(private readonly subscriptions: SubscriptionsService) {}

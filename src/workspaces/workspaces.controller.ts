@@ -9,9 +9,11 @@ import { CurrentWorkspace, WorkspaceScoped } from './workspace-access.guard';
 import type { WorkspaceEntity } from './workspace.entity';
 import { WorkspaceResponse } from './workspace.response';
 import { WorkspacesService } from './workspaces.service';
+import { RequiredScope } from '../auth/required-scope';
 
 @ApiTags('workspaces')
 @Controller('workspaces')
+@RequiredScope('workspaces')
 export class WorkspacesController {
   constructor(private readonly workspaces: WorkspacesService) {}
 
@@ -28,7 +30,7 @@ export class WorkspacesController {
 
   @Get()
   @ApiOperation({ operationId: 'listWorkspaces', summary: 'List the workspaces the caller belongs to' })
-  @ApiErrors(401)
+  @ApiErrors(401, 403)
   async list(@CurrentDeveloper() caller: AuthenticatedDeveloper): Promise<WorkspaceResponse[]> {
     return (await this.workspaces.listForMember(caller.id)).map((w) => WorkspaceResponse.from(w));
   }
@@ -45,6 +47,8 @@ export class WorkspacesController {
 
   @Get(':workspaceSlug/regions')
   @WorkspaceScoped()
+  // What a database is created in: a token for databases needs it, one for workspaces does not.
+  @RequiredScope('databases')
   @ApiOperation({ operationId: 'listRegions', summary: 'List the regions available to the workspace' })
   @ApiOkResponse({ type: [String], example: ALL_REGIONS })
   regions(): string[] {

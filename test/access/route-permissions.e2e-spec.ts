@@ -1,9 +1,13 @@
+import { buildOpenApiDocument } from '../../src/app.setup';
+import { AccessTokens } from '../../src/auth/access-tokens';
+import { SUPPORTED_SCOPES } from '../../src/auth/oauth/scopes';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
 
 /**
  * Generated from the router table, so a new route cannot be forgotten: every route that is not
- * on the public list answers 401 without a token, and every workspace route answers the same 403
- * to a non-member and for an unknown slug.
+ * on the public list answers 401 without a token, refuses a token without the scope the OpenAPI
+ * document names for it, and every workspace route answers the same 403 to a non-member and for
+ * an unknown slug.
  */
 const PUBLIC_ROUTES = [
   /^GET \/health(\/live|\/ready|\/data-plane)?$/,
@@ -75,6 +79,38 @@ describe('route permissions (every route)', () => {
       const res = await send(t, route, fill(route.path, foreignSlug)).send({});
       if (res.status !== 401 || res.body.errorCode !== 'invalid_credentials')
         failures.push(`${route.method} ${route.path} -> ${res.status}`);
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('refuses, on every non-public route, exactly the tokens without the scope its OpenAPI operation names', async () => {
+    const document = buildOpenApiDocument(t.app);
+    const { developer } = await createDeveloperWithToken(t.app);
+    const tokens = SUPPORTED_SCOPES.map((scope) => ({
+      scope,
+      auth: { Authorization: `Bearer ${t.app.get(AccessTokens).issue({ sub: developer.id, scope }).access_token}` },
+    }));
+    const failures: string[] = [];
+    for (const route of routes) {
+      if (PUBLIC_ROUTES.some((p) => p.test(`${route.method} ${route.path}`))) continue;
+      const operation = document.paths[route.path.replace(/:([A-Za-z]+)/g, '{$1}')]?.[
+        route.method.toLowerCase() as 'get'
+      ] as Record<string, unknown> | undefined;
+      const needed = operation?.['x-required-scope'];
+      if (needed !== 'workspaces' && needed !== 'databases') {
+        failures.push(`${route.method} ${route.path}: documented scope ${String(needed)}`);
+        continue;
+      }
+      // A member of no workspace, on another's workspace: a token that passes the scope check
+      // meets the membership check (or validation), so nothing is changed either way.
+      for (const { scope, auth } of tokens) {
+        const res = await send(t, route, fill(route.path, foreignSlug)).set(auth).send({});
+        const refused = res.status === 403 && res.body.errorCode === 'forbidden_operation';
+        const challenge = res.headers['www-authenticate'];
+        if (scope === needed && refused) failures.push(`${route.method} ${route.path}: refuses a ${scope} token`);
+        if (scope !== needed && (!refused || challenge !== `Bearer error="insufficient_scope", scope="${needed}"`))
+          failures.push(`${route.method} ${route.path}: ${scope} token -> ${res.status} ${challenge ?? ''}`);
+      }
     }
     expect(failures).toEqual([]);
   });

@@ -14,6 +14,7 @@ interface Operation {
   requestBody?: unknown;
   security?: unknown[];
   responses?: Record<string, Response>;
+  'x-required-scope'?: unknown;
 }
 import { createTestApp, TestApp } from '../support/test-app';
 
@@ -110,6 +111,23 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
         expect(missing).toEqual([]);
       });
     }
+
+    it('names the scope of every operation that needs a token (x-required-scope), and lists its 403', () => {
+      const problems: string[] = [];
+      for (const [name, op] of operations(document)) {
+        const scope = op['x-required-scope'];
+        const authenticated = !(op.security && op.security.length === 0) && !name.startsWith('GET /health');
+        if (!authenticated) {
+          if (scope !== undefined) problems.push(`${name}: public, yet x-required-scope ${JSON.stringify(scope)}`);
+          continue;
+        }
+        // `query` is the CLI's scope for running SQL: no control-plane operation needs it.
+        if (scope !== 'workspaces' && scope !== 'databases')
+          problems.push(`${name}: x-required-scope ${JSON.stringify(scope)}`);
+        if (!op.responses?.['403']) problems.push(`${name}: no 403`);
+      }
+      expect(problems).toEqual([]);
+    });
 
     it('lists the error responses of every operation, each with the error body', () => {
       const problems: string[] = [];

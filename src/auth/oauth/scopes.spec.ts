@@ -1,4 +1,4 @@
-import { isSubsetOf, parseScope } from './scopes';
+import { ALL_SCOPES, grantedScopes, isSubsetOf, parseScope, scopeNames, scopeSetOf } from './scopes';
 
 describe('scopes', () => {
   it('grants every supported scope when none is asked for', () => {
@@ -18,5 +18,29 @@ describe('scopes', () => {
     expect(isSubsetOf('workspaces', 'workspaces databases')).toBe(true);
     expect(isSubsetOf('workspaces query', 'workspaces databases')).toBe(false);
     expect(isSubsetOf('', 'workspaces')).toBe(true);
+  });
+
+  it('reads a token’s scope claim into the set the guard tests', () => {
+    expect(scopeNames(grantedScopes('workspaces databases query'))).toBe('workspaces databases query');
+    expect(grantedScopes('databases')).toBe(scopeSetOf('databases'));
+    expect(grantedScopes('query workspaces')).toBe(scopeSetOf('workspaces', 'query'));
+    expect(grantedScopes('workspaces databases query')).toBe(ALL_SCOPES);
+  });
+
+  it('grants every scope to a token that records none', () => {
+    expect(grantedScopes(undefined)).toBe(ALL_SCOPES);
+    expect(grantedScopes('')).toBe(ALL_SCOPES);
+  });
+
+  it('grants nothing for words it does not know or a claim that is not a string', () => {
+    expect(grantedScopes('admin')).toBe(0);
+    expect(grantedScopes('admin databases')).toBe(scopeSetOf('databases'));
+    expect(grantedScopes(7)).toBe(0);
+    expect(grantedScopes(['workspaces'])).toBe(0);
+  });
+
+  it('names the scopes of a set in their fixed order', () => {
+    expect(scopeNames(scopeSetOf('query', 'workspaces'))).toBe('workspaces query');
+    expect(scopeNames(0)).toBe('');
   });
 });
