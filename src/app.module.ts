@@ -37,7 +37,8 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     LoggingModule,
     TypeOrmModule.forRootAsync({
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => dataSourceOptions(config.env.DATABASE_URL, config.env.DATABASE_POOL_SIZE),
+      useFactory: (config: AppConfig) =>
+        dataSourceOptions(config.env.DATABASE_URL, config.env.DATABASE_POOL_SIZE, config.env.DATABASE_LOCK_TIMEOUT_MS),
     }),
     // Transactions are carried by the async context (habit 15): see MetadataTransactions.
     MetadataTransactionsModule,

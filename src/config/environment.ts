@@ -84,6 +84,16 @@ export class EnvironmentVariables {
   @Max(100)
   DATABASE_POOL_SIZE = 4;
 
+  /**
+   * `lock_timeout` of every metadata session: no statement waits longer for a row or advisory lock
+   * (the request answers 503, a job retries). 0: wait without limit.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(600000)
+  DATABASE_LOCK_TIMEOUT_MS = 10000;
+
   /** How long a starting process waits for the metadata PostgreSQL to accept connections (0: no wait). */
   @Transform(toInt)
   @IsInt()

@@ -6,8 +6,13 @@ import { ENTITIES } from './entities';
 /** SQLSTATE of a connection to a database that does not exist. */
 const INVALID_CATALOG_NAME = '3D000';
 
-/** The one TypeORM configuration, used by the app, the migration CLI (ormconfig.ts) and the tests. */
-export function dataSourceOptions(url: string, poolSize = 4): DataSourceOptions {
+/**
+ * The one TypeORM configuration, used by the app, the migration CLI (ormconfig.ts) and the tests.
+ * `lockTimeoutMs` (0: none) is every session's `lock_timeout`: no statement waits longer for a row
+ * or advisory lock, whoever holds it (a lock is only ever held for local work, habit 14, so a wait
+ * that long means something is wrong; the request answers 503 and the job retries).
+ */
+export function dataSourceOptions(url: string, poolSize = 4, lockTimeoutMs = 0): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -22,7 +27,12 @@ export function dataSourceOptions(url: string, poolSize = 4): DataSourceOptions 
     // after 10 idle seconds, and the first burst after a lull waited for new connections, whose new
     // backends then prepared the hot statements again (hot-query.ts) with cold caches: measured
     // with `npm run bench`, see the README's Performance.
-    extra: { max: poolSize, min: poolSize, connectionTimeoutMillis: 5000 },
+    extra: {
+      max: poolSize,
+      min: poolSize,
+      connectionTimeoutMillis: 5000,
+      ...(lockTimeoutMs > 0 ? { options: `-c lock_timeout=${Math.trunc(lockTimeoutMs)}` } : {}),
+    },
     // Failed queries are logged by the error filter without their parameters (they can hold hashes).
     logging: ['warn', 'migration'],
   };
@@ -71,6 +81,7 @@ export async function migrateDatabase(url: string): Promise<string[]> {
     await dataSource.query('SELECT pg_advisory_lock(727274)');
     try {
       const done = await dataSource.runMigrations({ transaction: 'each' });
+      await closeToPublic(dataSource);
       return done.map((m) => m.name);
     } finally {
       await dataSource.query('SELECT pg_advisory_unlock(727274)');
@@ -78,4 +89,39 @@ export async function migrateDatabase(url: string): Promise<string[]> {
   } finally {
     await dataSource.destroy();
   }
+}
+
+/**
+ * Closes the metadata database to PUBLIC (CONNECT and TEMPORARY), which PostgreSQL grants on every
+ * new database: when the metadata database shares a PostgreSQL server with the data plane (the
+ * default configuration, and a small install's usual one), every customer credential could
+ * otherwise connect to it, read its schema, and hold the advisory locks the control plane takes
+ * (a placement lock held for ever stops every database create). The role migrating keeps an
+ * explicit grant. On every start, so an existing install is closed at its upgrade; a role that may
+ * not change the database's grants (neither its owner nor a superuser) only gets a warning.
+ */
+async function closeToPublic(dataSource: DataSource): Promise<void> {
+  const isOpen = async () =>
+    (
+      await dataSource.query<{ open: boolean }[]>(
+        `SELECT has_database_privilege('public', current_database(), 'CONNECT')
+             OR has_database_privilege('public', current_database(), 'TEMPORARY') AS open`,
+      )
+    )[0].open;
+  if (!(await isOpen())) return;
+  // A role that is neither owner nor superuser revokes nothing, with a notice rather than an error.
+  let why = 'the role migrating may not change its grants';
+  try {
+    await dataSource.query(`DO $$ BEGIN
+      EXECUTE format('GRANT CONNECT, TEMPORARY ON DATABASE %I TO CURRENT_USER', current_database());
+      EXECUTE format('REVOKE CONNECT, TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
+    END $$`);
+  } catch (err) {
+    why = (err as Error).message;
+  }
+  if (!(await isOpen())) return;
+  // Before Nest starts (bootstrapChecks): straight to standard error, as its other start-up messages.
+  process.stderr.write(
+    `warning: the metadata database stays open to PUBLIC, so every role of its server may connect to it (${why})\n`,
+  );
 }

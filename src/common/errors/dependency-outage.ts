@@ -16,14 +16,20 @@ export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
 /**
  * SQLSTATEs that say the server, not the request, is the problem: connection exceptions (class
  * 08), insufficient resources (53), operator intervention (57P01-57P05: shut down, crash recovery,
- * cannot connect now) and a database not accepting connections (55000). A FATAL error ends the
+ * cannot connect now), a database not accepting connections (55000) and a lock not had within
+ * `lock_timeout` (55P03: held elsewhere for longer than DATABASE_LOCK_TIMEOUT_MS). A FATAL error ends the
  * session before any statement ran, so it says nothing about the request either.
  */
 function isUnavailableSqlState(code: string, severity: unknown): boolean {
   // SQLSTATEs are five characters; other libraries' codes (e.g. 'ERR_…') are longer.
   if (code.length !== 5) return false;
   return (
-    code.startsWith('08') || code.startsWith('53') || code.startsWith('57P') || code === '55000' || severity === 'FATAL'
+    code.startsWith('08') ||
+    code.startsWith('53') ||
+    code.startsWith('57P') ||
+    code === '55000' ||
+    code === '55P03' ||
+    severity === 'FATAL'
   );
 }
 

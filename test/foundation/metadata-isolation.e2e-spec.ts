@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { migrateDatabase } from '../../src/database/data-source-options';
+import { createDeveloperWithToken, createIsolatedTestApp, type TestApp } from '../support/test-app';
+
+/** `database` on the password-checking data-plane cluster, as its admin. */
+function dataPlaneUrl(database: string, login?: { user: string; password: string }): string {
+  const url = new URL(process.env.DATA_PLANE_URL!);
+  url.pathname = `/${database}`;
+  if (login) {
+    url.username = login.user;
+    url.password = login.password;
+  }
+  return url.toString();
+}
+
+async function onDataPlane<T>(work: (db: Client) => Promise<T>): Promise<T> {
+  const db = new Client({ connectionString: dataPlaneUrl('postgres') });
+  await db.connect();
+  try {
+    return await work(db);
+  } finally {
+    await db.end();
+  }
+}
+
+describe('the metadata database on a server shared with the data plane', () => {
+  const suffix = randomBytes(4).toString('hex');
+  const database = `cp_meta_shared_${suffix}`;
+  // What a customer's credential is on that server: a login role with no grant of its own.
+  const customer = { user: `cp_customer_${suffix}`, password: randomBytes(12).toString('hex') };
+
+  beforeAll(async () => {
+    await onDataPlane(async (db) => {
+      // An install from before: its metadata database made with PostgreSQL's defaults (PUBLIC may connect).
+      await db.query(`CREATE DATABASE ${database}`);
+      await db.query(`CREATE ROLE ${customer.user} LOGIN PASSWORD '${customer.password}'`);
+    });
+  });
+  afterAll(async () => {
+    await onDataPlane(async (db) => {
+      await db.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await db.query(`DROP ROLE IF EXISTS ${customer.user}`);
+    });
+  });
+
+  it('is closed to every role but the one migrating it, from the first start of the upgraded control plane', async () => {
+    const before = new Client({ connectionString: dataPlaneUrl(database, customer) });
+    await before.connect(); // what the upgrade closes
+    await before.end();
+
+    await migrateDatabase(dataPlaneUrl(database));
+
+    const after = new Client({ connectionString: dataPlaneUrl(database, customer) });
+    await expect(after.connect()).rejects.toMatchObject({ code: '42501' }); // permission denied for database
+    await after.end().catch(() => undefined);
+    const [{ grants }] = await onDataPlane(
+      async (db) =>
+        (
+          await db.query<{ grants: boolean }>(
+            `SELECT has_database_privilege('public', $1, 'CONNECT') OR has_database_privilege('public', $1, 'TEMPORARY') AS grants`,
+            [database],
+          )
+        ).rows,
+    );
+    expect(grants).toBe(false);
+    // The control plane itself still connects, and a second start changes nothing.
+    await expect(migrateDatabase(dataPlaneUrl(database))).resolves.toEqual([]);
+  });
+});
+
+describe('a metadata lock held elsewhere (DATABASE_LOCK_TIMEOUT_MS)', () => {
+  let t: TestApp & { metadataUrl: string };
+  beforeAll(async () => {
+    t = await createIsolatedTestApp({ DATABASE_LOCK_TIMEOUT_MS: '300', DATABASE_POOL_TARGET: '0' });
+  });
+  afterAll(() => t.close());
+
+  it('costs the requests that need it a 503 after the timeout, not a pool connection for ever, and nothing else', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    const ws = (
+      await t.http
+        .post('/workspaces')
+        .set(auth)
+        .send({ name: `Locked ${Date.now()}` })
+        .expect(201)
+    ).body;
+    const holder = new Client({ connectionString: t.metadataUrl });
+    await holder.connect();
+    try {
+      // The region's placement lock, which every database create takes, held by another session.
+      await holder.query("SELECT pg_advisory_lock(hashtextextended('placement:AWS_US_WEST_2', 0))");
+      const creates = await Promise.all(
+        // More than the pool's four connections: each waits its timeout and gives its connection back.
+        Array.from({ length: 6 }, (_, i) =>
+          t.http
+            .post(`/workspaces/${ws.slug}/databases`)
+            .set(auth)
+            .send({ databaseName: `locked_${i}`, region: 'AWS_US_WEST_2' }),
+        ),
+      );
+      for (const res of creates) {
+        expect(res.status).toBe(503);
+        expect(res.body).toEqual({ errorCode: 'server_error', message: expect.any(String), statusCode: 503 });
+        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+      }
+      await t.http.get('/developers/me').set(auth).expect(200);
+      const rows = await t.dataSource.query('SELECT 1 FROM databases WHERE workspace_id = $1', [ws.id]);
+      expect(rows).toEqual([]);
+    } finally {
+      await holder.end();
+    }
+    // Once it is let go, creates go through.
+    await t.http
+      .post(`/workspaces/${ws.slug}/databases`)
+      .set(auth)
+      .send({ databaseName: 'unlocked', region: 'AWS_US_WEST_2' })
+      .expect(201);
+  });
+});
