@@ -32,6 +32,7 @@ interface Service {
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
   stop_grace_period?: string;
+  ports?: string[];
 }
 
 /** A Compose duration (`1m30s`, `40s`, `500ms`) in milliseconds; NaN when it is not one. */
@@ -136,6 +137,16 @@ describe('Dockerfile and docker-compose.yml', () => {
     expect(api.healthcheck!.test.join(' ')).toContain('http://127.0.0.1:3000/health/ready');
     const workerPort = api.environment!.WORKER_PORT ?? '3001';
     expect(worker.healthcheck!.test.join(' ')).toContain(`http://127.0.0.1:${workerPort}/health/ready`);
+  });
+
+  it('publishes ports on the loopback interface only, and takes the PostgreSQL password from the environment', () => {
+    for (const [name, service] of Object.entries(compose.services)) {
+      for (const port of service.ports ?? []) expect(`${name} ${port}`).toMatch(/^\S+ 127\.0\.0\.1:\d+:\d+$/);
+    }
+    expect(postgres.environment!.POSTGRES_PASSWORD).toBe('${POSTGRES_PASSWORD:-postgres}');
+    for (const url of [api.environment!.DATABASE_URL, api.environment!.DATA_PLANE_URL]) {
+      expect(url).toMatch(/^postgres:\/\/postgres:\$\{POSTGRES_PASSWORD:-postgres\}@postgres:5432\//);
+    }
   });
 
   it('sets only variables the service reads', () => {
