@@ -105,7 +105,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'server:add': {
-    usage: 'server:add --region R --url URL [--public-host HOST:PORT] [--max-databases N]',
+    usage: 'server:add --region R --url URL|- [--public-host HOST:PORT] [--max-databases N]',
     options: {
       region: { type: 'string' },
       url: { type: 'string' },
@@ -114,7 +114,8 @@ const COMMANDS: Record<string, Command> = {
     },
     prepare(options) {
       const region = required(options, 'region') as Region;
-      if (!(region in REGIONS)) throw new UsageError(`--region must be one of ${Object.keys(REGIONS).join(', ')}`);
+      if (!Object.hasOwn(REGIONS, region))
+        throw new UsageError(`--region must be one of ${Object.keys(REGIONS).join(', ')}`);
       const url = required(options, 'url');
       let parsed: URL;
       try {
@@ -196,16 +197,19 @@ function serverStateCommand(name: string, state: 'Active' | 'Draining' | 'Disabl
   };
 }
 
-/** Standard input up to its end, less one trailing newline (what `echo` or a here-string adds). */
-async function passwordFromStdin(): Promise<string> {
-  if (process.stdin.isTTY) process.stderr.write('Password (then Enter and Ctrl-D): ');
+/**
+ * `--<name> -`'s value: standard input up to its end, less one trailing newline (what `echo` or a
+ * here-string adds).
+ */
+async function secretFromStdin(name: 'password' | 'url'): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write(`${name === 'url' ? 'URL' : 'Password'} (then Enter and Ctrl-D): `);
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  const password = Buffer.concat(chunks)
+  const value = Buffer.concat(chunks)
     .toString('utf8')
     .replace(/\r?\n$/, '');
-  if (!password) throw new UsageError('--password -: nothing on standard input');
-  return password;
+  if (!value) throw new UsageError(`--${name} -: nothing on standard input`);
+  return value;
 }
 
 function required(options: Options, name: string): string {
@@ -264,8 +268,10 @@ async function main(argv: string[]): Promise<number> {
   try {
     const { values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false });
     const options: Options = values;
-    // `--password -`: the password comes from standard input, so it stays out of argv (ps) and shell history.
-    if (options.password === '-') options.password = await passwordFromStdin();
+    // `--password -`, `--url -`: the secret comes from standard input, so it stays out of argv (ps,
+    // /proc/<pid>/cmdline) and shell history.
+    if (options.password === '-') options.password = await secretFromStdin('password');
+    if (options.url === '-') options.url = await secretFromStdin('url');
     task = command.prepare(options);
   } catch (err) {
     return fail((err as Error).message, command.usage);

@@ -175,7 +175,7 @@ export class DataPlaneServers implements OnModuleInit {
     publicHost?: string;
     maxDatabases?: number;
   }): Promise<DataPlaneServerView> {
-    if (!(input.region in REGIONS)) throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
+    if (!Object.hasOwn(REGIONS, input.region)) throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
     const saved = await this.txHost.withTransaction(() =>
       this.insert({
         region: input.region,

@@ -3,7 +3,14 @@ import { Client } from 'pg';
 import { SigningKeys } from '../../src/auth/signing-keys';
 import { verifySecret } from '../../src/common/crypto/password-hasher';
 import { AppConfig } from '../../src/config/app-config';
-import { createTestApp, TestApp, uniqueEmail } from '../support/test-app';
+import { secondDataPlaneUrl } from '../support/second-data-plane';
+import {
+  createIsolatedMetadataDatabase,
+  createTestApp,
+  dropMetadataDatabase,
+  TestApp,
+  uniqueEmail,
+} from '../support/test-app';
 import { GENEROUS_LIMIT, runCli, tokenRequest } from './identity-support';
 
 /** The operator commands, run from the built app as `npm run --silent cli -- …` runs them. */
@@ -181,6 +188,10 @@ describe('operator CLI (dist/src/cli.js)', () => {
       [['client:create', '--client-id', 'x', '--redirect-uri', 'http://app.example/cb'], /must use https/],
       [['client:create', '--client-id', 'nilecli', '--redirect-uri', 'https://a.example/cb'], /already exists/],
       [['client:create', '--client-id', 'bad id', '--redirect-uri', 'https://a.example/cb'], /client id must be/],
+      // Names every object has are not regions.
+      [['server:add', '--region', 'constructor', '--url', 'postgres://a@b/c'], /--region must be one of/],
+      [['server:add', '--region', 'toString', '--url', 'postgres://a@b/c'], /--region must be one of/],
+      [['server:add', '--region', 'AWS_US_WEST_2', '--url', '-'], /--url -: nothing on standard input/],
     ];
     const results = await Promise.all(cases.map(([args]) => runCli(args)));
     cases.forEach(([args, message], i) => {
@@ -188,5 +199,26 @@ describe('operator CLI (dist/src/cli.js)', () => {
       expect({ args, code, json }).toEqual({ args, code: 1, json: undefined });
       expect(stderr).toMatch(message);
     });
-  }, 120_000); // sixteen CLI processes at once
+  }, 120_000); // nineteen CLI processes at once
+
+  it('server:add --url - reads the admin URL from standard input (out of argv, ps and shell history)', async () => {
+    // A fleet of its own: registering a server in the run's shared database would change every spec's placement.
+    const metadataUrl = await createIsolatedMetadataDatabase();
+    try {
+      const url = secondDataPlaneUrl();
+      const added = await runCli(
+        ['server:add', '--region', 'AWS_EU_CENTRAL_1', '--url', '-'],
+        { DATABASE_URL: metadataUrl },
+        `${url}\n`,
+      );
+      expect({ code: added.code, stderr: added.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(added.json).toMatchObject({ region: 'AWS_EU_CENTRAL_1', publicHost: new URL(url).host, state: 'ACTIVE' });
+      const listed = await runCli(['server:list'], { DATABASE_URL: metadataUrl });
+      expect((listed.json as unknown as { id: string }[]).map((server) => server.id)).toContain(
+        (added.json as { id: string }).id,
+      );
+    } finally {
+      await dropMetadataDatabase(metadataUrl);
+    }
+  });
 });
