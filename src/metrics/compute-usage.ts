@@ -49,7 +49,9 @@ export function summarizeComputeUsage(spans: UsageSpan[], start: Date, end: Date
   for (const c of clipped) {
     const instances = byDatabase.get(c.span.databaseId) ?? new Map<string, Clipped[]>();
     byDatabase.set(c.span.databaseId, instances);
-    instances.set(c.span.instanceId, [...(instances.get(c.span.instanceId) ?? []), c]);
+    const parts = instances.get(c.span.instanceId);
+    if (parts) parts.push(c);
+    else instances.set(c.span.instanceId, [c]);
   }
 
   const usageByDatabase: Record<string, DatabaseComputeUsage> = {};
@@ -62,7 +64,7 @@ export function summarizeComputeUsage(spans: UsageSpan[], start: Date, end: Date
     for (const [instanceId, parts] of instances) {
       const total = parts.reduce((sum, c) => sum + vcpuHours(c.span.vcpus, c.to - c.from), 0);
       const from = parts[0].from;
-      const to = Math.max(...parts.map((c) => c.to));
+      const to = parts.reduce((latest, c) => Math.max(latest, c.to), -Infinity);
       usageByInstance[instanceId] = {
         totalVCPUHours: round6(total),
         size: parts[parts.length - 1].span.computeSize,
@@ -97,19 +99,26 @@ export function summarizeComputeUsage(spans: UsageSpan[], start: Date, end: Date
   };
 }
 
-/** Buckets of one hour from the window's start; y = average vCPUs in use during the bucket. */
+/**
+ * Buckets of one hour from the window's start; y = average vCPUs in use during the bucket. Each span
+ * adds to the buckets it overlaps only, so the work grows with the spans and the hours they cover,
+ * not with their product (a workspace resized thousands of times over a 93-day window).
+ */
 function hourlyPoints(clipped: Clipped[], from: number, to: number): TimeSeriesPoint[] {
-  const points: TimeSeriesPoint[] = [];
-  for (let bucket = from; bucket < to; bucket += CHART_BUCKET_MS) {
-    const bucketEnd = Math.min(bucket + CHART_BUCKET_MS, to);
-    let vcpuMs = 0;
-    for (const c of clipped) {
-      const overlap = Math.min(c.to, bucketEnd) - Math.max(c.from, bucket);
-      if (overlap > 0) vcpuMs += c.span.vcpus * overlap;
+  const buckets = Math.max(0, Math.ceil((to - from) / CHART_BUCKET_MS));
+  const vcpuMs = new Float64Array(buckets);
+  for (const c of clipped) {
+    const last = Math.min(buckets - 1, Math.floor((c.to - 1 - from) / CHART_BUCKET_MS));
+    for (let i = Math.floor((c.from - from) / CHART_BUCKET_MS); i <= last; i++) {
+      const bucket = from + i * CHART_BUCKET_MS;
+      const overlap = Math.min(c.to, bucket + CHART_BUCKET_MS) - Math.max(c.from, bucket);
+      if (overlap > 0) vcpuMs[i] += c.span.vcpus * overlap;
     }
-    points.push({ x: bucket, y: round6(vcpuMs / (bucketEnd - bucket)) });
   }
-  return points;
+  return Array.from(vcpuMs, (used, i) => {
+    const bucket = from + i * CHART_BUCKET_MS;
+    return { x: bucket, y: round6(used / (Math.min(bucket + CHART_BUCKET_MS, to) - bucket)) };
+  });
 }
 
 /** The most vCPUs running at the same moment (a span ending as another starts does not overlap it). */
