@@ -47,6 +47,7 @@ export class DataPlaneReadinessController {
   @Get('data-plane')
   @ApiOperation({
     summary: 'Readiness detail of the data plane: each server up or down',
+    security: [],
     description:
       'Always 200 while the metadata database answers, whatever the servers: one server down is not the service down. Names no host, URL or database.',
   })

@@ -16,7 +16,7 @@ export class HealthController {
   @Public()
   @Get()
   @HealthCheck({ swaggerDocumentation: false })
-  @ApiOperation({ summary: 'Readiness (same as /health/ready)' })
+  @ApiOperation({ summary: 'Readiness (same as /health/ready)', security: [] })
   @ApiOkResponse({ description: 'PostgreSQL and Redis answer' })
   @ApiServiceUnavailableResponse({ type: ApiErrorResponse, description: NOT_READY })
   check() {
@@ -26,7 +26,7 @@ export class HealthController {
   @Public()
   @Get('ready')
   @HealthCheck({ swaggerDocumentation: false })
-  @ApiOperation({ summary: 'Readiness: the metadata PostgreSQL and Redis answer' })
+  @ApiOperation({ summary: 'Readiness: the metadata PostgreSQL and Redis answer', security: [] })
   @ApiOkResponse({ description: 'PostgreSQL and Redis answer' })
   @ApiServiceUnavailableResponse({ type: ApiErrorResponse, description: NOT_READY })
   ready() {
@@ -36,7 +36,7 @@ export class HealthController {
   /** Liveness asks nothing of the dependencies: restarting the process would not bring them back. */
   @Public()
   @Get('live')
-  @ApiOperation({ summary: 'Liveness: the process is up and serving' })
+  @ApiOperation({ summary: 'Liveness: the process is up and serving', security: [] })
   @ApiOkResponse({ description: 'The process answers' })
   live(): { status: 'ok' } {
     return { status: 'ok' };

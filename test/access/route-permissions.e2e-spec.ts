@@ -83,6 +83,21 @@ describe('route permissions (every route)', () => {
     expect(failures).toEqual([]);
   });
 
+  it('documents every public route in the OpenAPI document as needing no token (security: [])', () => {
+    const document = buildOpenApiDocument(t.app);
+    const failures: string[] = [];
+    for (const route of routes) {
+      if (!PUBLIC_ROUTES.some((p) => p.test(`${route.method} ${route.path}`))) continue;
+      const operation = document.paths[route.path.replace(/:([A-Za-z]+)/g, '{$1}')]?.[
+        route.method.toLowerCase() as 'get'
+      ] as { security?: unknown[] } | undefined;
+      // Browser pages (login, join, the docs) are not in the document.
+      if (operation && !(Array.isArray(operation.security) && operation.security.length === 0))
+        failures.push(`${route.method} ${route.path}: security ${JSON.stringify(operation.security)}`);
+    }
+    expect(failures).toEqual([]);
+  });
+
   it('refuses, on every non-public route, exactly the tokens without the scope its OpenAPI operation names', async () => {
     const document = buildOpenApiDocument(t.app);
     const { developer } = await createDeveloperWithToken(t.app);

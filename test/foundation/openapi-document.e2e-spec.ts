@@ -116,7 +116,7 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
       const problems: string[] = [];
       for (const [name, op] of operations(document)) {
         const scope = op['x-required-scope'];
-        const authenticated = !(op.security && op.security.length === 0) && !name.startsWith('GET /health');
+        const authenticated = !(op.security && op.security.length === 0);
         if (!authenticated) {
           if (scope !== undefined) problems.push(`${name}: public, yet x-required-scope ${JSON.stringify(scope)}`);
           continue;
@@ -134,7 +134,7 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
       for (const [name, op] of operations(document)) {
         const errors = Object.entries(op.responses ?? {}).filter(([status]) => Number(status) >= 400);
         if (!errors.length && !NO_ERRORS.has(name)) problems.push(`${name}: no error response`);
-        const authenticated = !(op.security && op.security.length === 0) && !name.startsWith('GET /health');
+        const authenticated = !(op.security && op.security.length === 0);
         if (authenticated && !errors.some(([status]) => status === '401')) problems.push(`${name}: no 401`);
         for (const [status, response] of errors) {
           const ref = response.content?.['application/json']?.schema?.$ref;
