@@ -426,6 +426,16 @@ export class EnvironmentVariables {
   @Min(1)
   INSTANT_DATABASES_PER_HOUR = 60;
 
+  /**
+   * Unclaimed instant databases alive at once (codes not claimed and not expired), across regions:
+   * beyond it 429. Kept well below a server's capacity (DATA_PLANE_MAX_DATABASES), which the hourly
+   * limits alone would let unclaimed databases fill over a claim code's life (60 an hour for 24 hours).
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  INSTANT_DATABASES_MAX_UNCLAIMED = 200;
+
   /** How long a claim code is valid; an unclaimed database is dropped when it expires. */
   @Transform(toInt)
   @IsInt()

@@ -9,6 +9,8 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 
 @Entity('database_claims')
 @Index(['created'])
 @Index(['clientAddress', 'created'])
+// The cap on unclaimed databases counts the live codes at every provision (see unclaimedLive).
+@Index('IDX_database_claims_unclaimed_by_expiry', ['expiresAt'], { where: '"claimed_at" IS NULL' })
 export class DatabaseClaimEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;

@@ -44,6 +44,22 @@ export class DatabaseClaimsRepository {
     return this.repo.count({ where: { created: MoreThan(since) } });
   }
 
+  /**
+   * How many codes are live and unclaimed at `now` (not claimed, not expired: their database is held
+   * for them, or an attempt in flight is making it) and when the first of them expires. Through the
+   * partial index of unclaimed codes by expiry, so it reads the live ones only, however many expired
+   * codes history holds.
+   */
+  async unclaimedLive(now: Date): Promise<{ live: number; firstExpiry: Date | null }> {
+    const row = await this.repo
+      .createQueryBuilder('c')
+      .select('count(*)::int', 'live')
+      .addSelect('min(c.expires_at)', 'firstExpiry')
+      .where('c.claimed_at IS NULL AND c.expires_at > :now', { now })
+      .getRawOne<{ live: number; firstExpiry: Date | null }>();
+    return { live: row?.live ?? 0, firstExpiry: row?.firstExpiry ?? null };
+  }
+
   /** The creation time of the oldest claim since `since`. */
   async oldestSince(since: Date): Promise<Date | undefined> {
     const [oldest] = await this.repo.find({

@@ -148,8 +148,10 @@ export class InstantDatabasesService implements OnModuleInit {
   }
 
   /**
-   * Counts the attempt against the abuse limits (per address and in all, over the last hour) and
-   * records it with its claim code, under a lock so parallel attempts are counted one by one.
+   * Counts the attempt against the abuse limits (per address and in all, over the last hour, and the
+   * unclaimed databases alive at once) and records it with its claim code, under a lock so parallel
+   * attempts are counted one by one. An attempt counts from here: its code is live from the moment
+   * it is recorded, before its database exists.
    */
   private async admit(clientAddress: string, codeHash: string): Promise<DatabaseClaimEntity> {
     const env = this.config.env;
@@ -168,6 +170,8 @@ export class InstantDatabasesService implements OnModuleInit {
       if (all >= env.INSTANT_DATABASES_PER_HOUR) {
         throw this.tooMany('on this service', (await this.claims.oldestSince(since))!);
       }
+      const unclaimed = await this.claims.unclaimedLive(new Date());
+      if (unclaimed.live >= env.INSTANT_DATABASES_MAX_UNCLAIMED) throw this.tooManyUnclaimed(unclaimed.firstExpiry!);
       return this.claims.save({
         codeHash,
         clientAddress,
@@ -177,6 +181,20 @@ export class InstantDatabasesService implements OnModuleInit {
         claimedBy: null,
       });
     });
+  }
+
+  /**
+   * The cap on unclaimed databases is a limit of this service's own, like the hourly ones (429), not
+   * an outage (503, habit 17). Retry-After: until the first live code expires, at the latest; a claim
+   * may make room sooner.
+   */
+  private tooManyUnclaimed(firstExpiry: Date): ApiException {
+    const retryAfter = Math.max(1, Math.ceil((new Date(firstExpiry).getTime() - Date.now()) / 1000));
+    return new ApiException(
+      ErrorCode.ThresholdExceeded,
+      `Too many unclaimed instant databases exist on this service; retry in ${retryAfter} seconds at the latest`,
+      { headers: { 'Retry-After': String(retryAfter) } },
+    );
   }
 
   private tooMany(where: string, oldest: Date): ApiException {
