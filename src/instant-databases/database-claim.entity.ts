@@ -35,4 +35,12 @@ export class DatabaseClaimEntity {
 
   @Column({ name: 'claimed_by', type: 'uuid', nullable: true })
   claimedBy!: string | null;
+
+  /**
+   * When the attempt failed after its database was made (not built in time, or its credential not
+   * made): its database was deleted at once and its code expired with it. Such an attempt no longer
+   * counts against its client address, but still against the service's hourly limit.
+   */
+  @Column({ name: 'failed_at', type: 'timestamptz', nullable: true })
+  failedAt!: Date | null;
 }

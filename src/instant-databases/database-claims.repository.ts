@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { MoreThan, type Repository } from 'typeorm';
+import { IsNull, MoreThan, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { DatabaseClaimEntity } from './database-claim.entity';
@@ -30,11 +30,14 @@ export class DatabaseClaimsRepository {
     await this.repo.update({ id }, changes);
   }
 
-  /** Creation times of the address's claims since `since`, oldest first, up to `take`. */
+  /**
+   * Creation times of the address's claims since `since` that count against it (not failed after
+   * their database was made), oldest first, up to `take`.
+   */
   createdSinceBy(clientAddress: string, since: Date, take: number): Promise<Pick<DatabaseClaimEntity, 'created'>[]> {
     return this.repo.find({
       select: { created: true },
-      where: { clientAddress, created: MoreThan(since) },
+      where: { clientAddress, created: MoreThan(since), failedAt: IsNull() },
       order: { created: 'ASC' },
       take,
     });
@@ -58,6 +61,14 @@ export class DatabaseClaimsRepository {
       .where('c.claimed_at IS NULL AND c.expires_at > :now', { now })
       .getRawOne<{ live: number; firstExpiry: Date | null }>();
     return { live: row?.live ?? 0, firstExpiry: row?.firstExpiry ?? null };
+  }
+
+  /**
+   * Records that the claim's attempt failed after its database was made: its code expires now
+   * (never claimable, no longer live for the cap) and it stops counting against its address.
+   */
+  async markFailed(id: string, now: Date): Promise<void> {
+    await this.repo.update({ id, claimedAt: IsNull() }, { failedAt: now, expiresAt: now });
   }
 
   /** The creation time of the oldest claim since `since`. */

@@ -8,6 +8,7 @@ import { ErrorCode } from '../common/errors/error-code';
 import { messageOf } from '../common/errors/message-of';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
+import type { CreateCredentialResponse } from '../credentials/credential.response';
 import { CredentialsService } from '../credentials/credentials.service';
 import { DatabaseLifecycle } from '../databases/database-lifecycle.service';
 import { DatabaseStatus } from '../databases/database.entity';
@@ -66,18 +67,24 @@ export class InstantDatabasesService implements OnModuleInit {
       { databaseName: name, region: region ?? CREATABLE_REGIONS[0] },
       { withinPlan: false, alongside: (database) => this.claims.update(claim.id, { databaseId: database.id }) },
     );
-    // Without a pooled database at hand, build it now (the job that was enqueued finds it done, or
-    // is building it: a run that finds the build under way leaves it to the holder, so wait).
-    if (created.status !== DatabaseStatus.Ready && !(await this.buildNow(created.id))) {
-      await this.databases.deleteNowIfIn(created.id, holder.id);
-      throw new ApiException(
-        ErrorCode.DbCreationFailure,
-        `The database could not be built on a server of region ${created.region}; retry later`,
-        { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
-      );
+    let credential: CreateCredentialResponse;
+    try {
+      // Without a pooled database at hand, build it now (the job that was enqueued finds it done, or
+      // is building it: a run that finds the build under way leaves it to the holder, so wait).
+      if (created.status !== DatabaseStatus.Ready && !(await this.buildNow(created.id))) {
+        throw new ApiException(
+          ErrorCode.DbCreationFailure,
+          `The database could not be built on a server of region ${created.region}; retry later`,
+          { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
+        );
+      }
+      // No tenant, not internal: the instant database's one ordinary credential. A server that does
+      // not answer is its 503 credential_creation_failure with Retry-After (habit 17).
+      credential = await this.credentials.create(holder, name, null, {});
+    } catch (err) {
+      await this.abandon(claim.id, created.id, holder.id);
+      throw err;
     }
-    // No tenant, not internal: the instant database's one ordinary credential.
-    const credential = await this.credentials.create(holder, name, null, {});
     const host = credential.database.dbHost!.replace(/^postgres:\/\//, '');
     return {
       database: {
@@ -111,6 +118,27 @@ export class InstantDatabasesService implements OnModuleInit {
       return database;
     });
     return this.databases.describe(moved, workspace);
+  }
+
+  /**
+   * After a provision failed once its database was made (not built in time, or its credential not
+   * made): the database is queued for deletion due now, so it holds no capacity for the code's life,
+   * and the claim is marked failed, so its code is never claimable (the caller never saw it) and the
+   * attempt no longer counts against the client's address: the failure was the service's, and the
+   * 503 asks the client to retry. It still counts against the service's hourly limit, which bounds
+   * what failing attempts can make (rows, builds) during an outage whatever the addresses. When this
+   * cannot be recorded (the metadata database failing too), the code's expiry drops the database.
+   */
+  private async abandon(claimId: string, databaseId: string, holderId: string): Promise<void> {
+    try {
+      await this.databases.deleteNowIfIn(databaseId, holderId);
+      await this.claims.markFailed(claimId, new Date());
+    } catch (err) {
+      this.logger.error(
+        { databaseId, err: messageOf(err) },
+        'a failed instant database could not be deleted at once; its code expiring drops it',
+      );
+    }
   }
 
   /** Builds the database in this request; whether it is READY within BUILD_WAIT_MS. */
