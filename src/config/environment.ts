@@ -436,6 +436,16 @@ export class EnvironmentVariables {
   @Min(1)
   INSTANT_DATABASES_MAX_UNCLAIMED = 200;
 
+  /**
+   * How long `POST /databases/provision` waits for its database's build (the lifecycle job's) when
+   * the warm pool had none: 503 with Retry-After when it is not READY by then.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(120000)
+  INSTANT_DATABASE_BUILD_WAIT_MS = 30000;
+
   /** How long a claim code is valid; an unclaimed database is dropped when it expires. */
   @Transform(toInt)
   @IsInt()

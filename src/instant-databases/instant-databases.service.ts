@@ -2,6 +2,7 @@ import { MetadataTransactions } from '../database/metadata-transactions';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { randomToken } from '../common/crypto/tokens';
+import { withinMs } from '../common/within-ms';
 import { ApiException } from '../common/errors/api-exception';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import { ErrorCode } from '../common/errors/error-code';
@@ -10,8 +11,7 @@ import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
 import type { CreateCredentialResponse } from '../credentials/credential.response';
 import { CredentialsService } from '../credentials/credentials.service';
-import { DatabaseLifecycle } from '../databases/database-lifecycle.service';
-import { DatabaseStatus } from '../databases/database.entity';
+import { type DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import type { DatabaseResponse } from '../databases/database.response';
 import { DatabasesService } from '../databases/databases.service';
 import { Reconciler } from '../queues/reconciler';
@@ -22,8 +22,8 @@ import { DatabaseClaimsRepository } from './database-claims.repository';
 import { ProvisionedDatabaseResponse } from './provisioned-database.response';
 
 const HOUR_MS = 3600 * 1000;
-/** How long a provision request waits for its database to be built when no pooled one was at hand. */
-const BUILD_WAIT_MS = 30_000;
+/** How often a provision waiting for its build reads the database's row. */
+const BUILD_POLL_MS = 200;
 
 function hashCode(code: string): string {
   return createHash('sha256').update(code).digest('hex');
@@ -44,7 +44,6 @@ export class InstantDatabasesService implements OnModuleInit {
     private readonly claims: DatabaseClaimsRepository,
     private readonly config: AppConfig,
     private readonly databases: DatabasesService,
-    private readonly lifecycle: DatabaseLifecycle,
     private readonly credentials: CredentialsService,
     private readonly workspaces: WorkspacesService,
     private readonly reconciler: Reconciler,
@@ -69,12 +68,13 @@ export class InstantDatabasesService implements OnModuleInit {
     );
     let credential: CreateCredentialResponse;
     try {
-      // Without a pooled database at hand, build it now (the job that was enqueued finds it done, or
-      // is building it: a run that finds the build under way leaves it to the holder, so wait).
-      if (created.status !== DatabaseStatus.Ready && !(await this.buildNow(created.id))) {
+      // Without a pooled database at hand, the lifecycle job create enqueued builds it, as for any
+      // database: CREATE DATABASE never runs in the request (it may take DATA_PLANE_DATABASE_DDL_TIMEOUT_MS).
+      const waitMs = this.config.env.INSTANT_DATABASE_BUILD_WAIT_MS;
+      if (created.status !== DatabaseStatus.Ready && !(await this.builtWithin(created.id, waitMs))) {
         throw new ApiException(
           ErrorCode.DbCreationFailure,
-          `The database could not be built on a server of region ${created.region}; retry later`,
+          `The database was not built within ${waitMs} ms on a server of region ${created.region}; retry later`,
           { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
         );
       }
@@ -141,19 +141,29 @@ export class InstantDatabasesService implements OnModuleInit {
     }
   }
 
-  /** Builds the database in this request; whether it is READY within BUILD_WAIT_MS. */
-  private async buildNow(databaseId: string): Promise<boolean> {
-    const deadline = Date.now() + BUILD_WAIT_MS;
+  /**
+   * Whether the lifecycle job makes the database READY within `waitMs`, read from its row: the
+   * request waits for the build, never runs it, so it answers within about its wait whatever the
+   * server does. A build still under way then is abandoned by the caller (deleted now): the job
+   * ends it, and the finalization, which takes turns with it under the database's lock on the
+   * server, drops it after.
+   */
+  private async builtWithin(databaseId: string, waitMs: number): Promise<boolean> {
+    const deadline = Date.now() + waitMs;
+    const waitOver = new Error('build wait over');
     for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      let row: DatabaseEntity | null;
       try {
-        await this.lifecycle.provision(databaseId);
+        row = await withinMs(this.databases.findRow(databaseId), left, () => waitOver);
       } catch (err) {
-        this.logger.error({ databaseId, err: messageOf(err) }, 'instant database could not be built');
-        return false;
+        if (err === waitOver) return false;
+        throw err;
       }
-      if ((await this.databases.findRow(databaseId))?.status === DatabaseStatus.Ready) return true;
-      if (Date.now() > deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      if (row?.status === DatabaseStatus.Ready) return true;
+      if (!row || row.deleted) return false;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(BUILD_POLL_MS, Math.max(0, deadline - Date.now()))));
     }
   }
 

@@ -89,3 +89,80 @@ describe('instant databases when the data plane fails a provision', () => {
     expect(await physicalDatabaseExists(row.physical_name)).toBe(false);
   });
 });
+
+describe('instant databases when the data plane is slow to build one', () => {
+  /** How long a provision waits for its build here (INSTANT_DATABASE_BUILD_WAIT_MS; 30 s by default). */
+  const BUILD_WAIT_MS = 1500;
+  let t: TestApp;
+  let link: TcpRelay;
+
+  beforeAll(async () => {
+    const dataPlane = new URL(process.env.DATA_PLANE_URL!);
+    link = await TcpRelay.to({ host: dataPlane.hostname, port: Number(dataPlane.port || 5432) });
+    await link.up();
+    t = await createIsolatedTestApp({
+      DATA_PLANE_URL: link.through(process.env.DATA_PLANE_URL!),
+      DATA_PLANE_CONNECT_TIMEOUT_MS: '1000',
+      // A CREATE DATABASE may take this long (its client gives up 1 s after): 120 s by default.
+      DATA_PLANE_DATABASE_DDL_TIMEOUT_MS: '20000',
+      DATABASE_POOL_TARGET: '0',
+      INSTANT_DATABASE_BUILD_WAIT_MS: String(BUILD_WAIT_MS),
+    });
+  }, 120000);
+  afterAll(async () => {
+    link?.release();
+    await t?.close();
+    await link?.down();
+  });
+
+  it('answers 503 with Retry-After within its build wait while CREATE DATABASE hangs, and the job builds and then drops what it abandoned', async () => {
+    const address = `198.51.100.${randomInt(1, 255)}`;
+    // The server takes every CREATE DATABASE for ever (as when it waits on a slow checkpoint).
+    link.hold(/CREATE DATABASE/);
+    let answered;
+    const start = Date.now();
+    try {
+      answered = await t.http.post('/databases/provision').set('X-Forwarded-For', address).send({});
+    } finally {
+      setTimeout(() => link.release(), 1000); // the build goes on a little longer, then ends
+    }
+    const elapsedMs = Date.now() - start;
+    const buildHanging = link.heldBackCount > 0;
+    const [claim] = await t.dataSource.query<{ databaseId: string; claimable: boolean; failed: boolean }[]>(
+      `SELECT database_id AS "databaseId", (claimed_at IS NULL AND expires_at > now()) AS claimable,
+              failed_at IS NOT NULL AS failed
+         FROM database_claims WHERE client_address = $1`,
+      [address],
+    );
+    const row = await databaseRow(t, claim.databaseId);
+    expect({
+      status: answered.status,
+      body: answered.body as unknown,
+      retryAfter: answered.headers['retry-after'],
+      withinItsWait: elapsedMs < BUILD_WAIT_MS + 3000 ? true : `${elapsedMs} ms`,
+      buildHanging,
+      claim,
+      deleted: row.deleted !== null,
+    }).toEqual({
+      status: 503,
+      body: {
+        errorCode: 'db_creation_failure',
+        message: expect.stringMatching(/not built within/),
+        statusCode: 503,
+      },
+      retryAfter: '5',
+      withinItsWait: true,
+      buildHanging: true,
+      claim: { databaseId: expect.any(String), claimable: false, failed: true },
+      deleted: true,
+    });
+
+    // The build was the job's: once the server answers it ends, and the deletion due drops the
+    // database after it (they take turns under the database's lock on the server).
+    await eventually(async () => {
+      await reconcile(t.app);
+      return (await databaseRow(t, claim.databaseId)).finalized;
+    }, 45000);
+    expect(await physicalDatabaseExists(row.physical_name)).toBe(false);
+  }, 90000);
+});
