@@ -436,6 +436,26 @@ export class EnvironmentVariables {
   @Min(1)
   INSTANT_DATABASES_PER_HOUR = 60;
 
+  /**
+   * Unclaimed instant databases alive at once (codes not claimed and not expired), across regions:
+   * beyond it 429. Kept well below a server's capacity (DATA_PLANE_MAX_DATABASES), which the hourly
+   * limits alone would let unclaimed databases fill over a claim code's life (60 an hour for 24 hours).
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  INSTANT_DATABASES_MAX_UNCLAIMED = 200;
+
+  /**
+   * How long `POST /databases/provision` waits for its database's build (the lifecycle job's) when
+   * the warm pool had none: 503 with Retry-After when it is not READY by then.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(120000)
+  INSTANT_DATABASE_BUILD_WAIT_MS = 30000;
+
   /** How long a claim code is valid; an unclaimed database is dropped when it expires. */
   @Transform(toInt)
   @IsInt()

@@ -9,6 +9,8 @@ import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 
 @Entity('database_claims')
 @Index(['created'])
 @Index(['clientAddress', 'created'])
+// The cap on unclaimed databases counts the live codes at every provision (see unclaimedLive).
+@Index('IDX_database_claims_unclaimed_by_expiry', ['expiresAt'], { where: '"claimed_at" IS NULL' })
 export class DatabaseClaimEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
@@ -33,4 +35,12 @@ export class DatabaseClaimEntity {
 
   @Column({ name: 'claimed_by', type: 'uuid', nullable: true })
   claimedBy!: string | null;
+
+  /**
+   * When the attempt failed after its database was made (not built in time, or its credential not
+   * made): its database was deleted at once and its code expired with it. Such an attempt no longer
+   * counts against its client address, but still against the service's hourly limit.
+   */
+  @Column({ name: 'failed_at', type: 'timestamptz', nullable: true })
+  failedAt!: Date | null;
 }

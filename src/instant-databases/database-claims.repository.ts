@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { MoreThan, type Repository } from 'typeorm';
+import { IsNull, MoreThan, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { DatabaseClaimEntity } from './database-claim.entity';
@@ -30,11 +30,14 @@ export class DatabaseClaimsRepository {
     await this.repo.update({ id }, changes);
   }
 
-  /** Creation times of the address's claims since `since`, oldest first, up to `take`. */
+  /**
+   * Creation times of the address's claims since `since` that count against it (not failed after
+   * their database was made), oldest first, up to `take`.
+   */
   createdSinceBy(clientAddress: string, since: Date, take: number): Promise<Pick<DatabaseClaimEntity, 'created'>[]> {
     return this.repo.find({
       select: { created: true },
-      where: { clientAddress, created: MoreThan(since) },
+      where: { clientAddress, created: MoreThan(since), failedAt: IsNull() },
       order: { created: 'ASC' },
       take,
     });
@@ -42,6 +45,30 @@ export class DatabaseClaimsRepository {
 
   countSince(since: Date): Promise<number> {
     return this.repo.count({ where: { created: MoreThan(since) } });
+  }
+
+  /**
+   * How many codes are live and unclaimed at `now` (not claimed, not expired: their database is held
+   * for them, or an attempt in flight is making it) and when the first of them expires. Through the
+   * partial index of unclaimed codes by expiry, so it reads the live ones only, however many expired
+   * codes history holds.
+   */
+  async unclaimedLive(now: Date): Promise<{ live: number; firstExpiry: Date | null }> {
+    const row = await this.repo
+      .createQueryBuilder('c')
+      .select('count(*)::int', 'live')
+      .addSelect('min(c.expires_at)', 'firstExpiry')
+      .where('c.claimed_at IS NULL AND c.expires_at > :now', { now })
+      .getRawOne<{ live: number; firstExpiry: Date | null }>();
+    return { live: row?.live ?? 0, firstExpiry: row?.firstExpiry ?? null };
+  }
+
+  /**
+   * Records that the claim's attempt failed after its database was made: its code expires now
+   * (never claimable, no longer live for the cap) and it stops counting against its address.
+   */
+  async markFailed(id: string, now: Date): Promise<void> {
+    await this.repo.update({ id, claimedAt: IsNull() }, { failedAt: now, expiresAt: now });
   }
 
   /** The creation time of the oldest claim since `since`. */

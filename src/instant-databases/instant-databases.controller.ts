@@ -30,7 +30,7 @@ export class InstantDatabasesController {
     security: [],
     summary: 'Provision a database without authentication',
     description:
-      'Creates a database (from the warm pool when possible) that belongs to no workspace yet, with one credential, and returns its connection string and a claim code valid INSTANT_DATABASE_CLAIM_TTL_SECONDS (24 hours by default). The password and the code are shown this once. An unclaimed database is dropped when its code expires. Limited per client address and in all per hour (429 with Retry-After); 404 when the operator has turned instant databases off (INSTANT_DATABASES=off).',
+      'Creates a database (from the warm pool when possible) that belongs to no workspace yet, with one credential, and returns its connection string and a claim code valid INSTANT_DATABASE_CLAIM_TTL_SECONDS (24 hours by default). The password and the code are shown this once. An unclaimed database is dropped when its code expires. Limited per client address and in all per hour, and in the unclaimed databases alive at once (429 with Retry-After); 404 when the operator has turned instant databases off (INSTANT_DATABASES=off).',
   })
   @ApiResponse({ status: 201, type: ProvisionedDatabaseResponse })
   @ApiErrors(400, 404, 429, 503)

@@ -2,15 +2,16 @@ import { MetadataTransactions } from '../database/metadata-transactions';
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { randomToken } from '../common/crypto/tokens';
+import { withinMs } from '../common/within-ms';
 import { ApiException } from '../common/errors/api-exception';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import { ErrorCode } from '../common/errors/error-code';
 import { messageOf } from '../common/errors/message-of';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
+import type { CreateCredentialResponse } from '../credentials/credential.response';
 import { CredentialsService } from '../credentials/credentials.service';
-import { DatabaseLifecycle } from '../databases/database-lifecycle.service';
-import { DatabaseStatus } from '../databases/database.entity';
+import { type DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import type { DatabaseResponse } from '../databases/database.response';
 import { DatabasesService } from '../databases/databases.service';
 import { Reconciler } from '../queues/reconciler';
@@ -21,8 +22,8 @@ import { DatabaseClaimsRepository } from './database-claims.repository';
 import { ProvisionedDatabaseResponse } from './provisioned-database.response';
 
 const HOUR_MS = 3600 * 1000;
-/** How long a provision request waits for its database to be built when no pooled one was at hand. */
-const BUILD_WAIT_MS = 30_000;
+/** How often a provision waiting for its build reads the database's row. */
+const BUILD_POLL_MS = 200;
 
 function hashCode(code: string): string {
   return createHash('sha256').update(code).digest('hex');
@@ -43,7 +44,6 @@ export class InstantDatabasesService implements OnModuleInit {
     private readonly claims: DatabaseClaimsRepository,
     private readonly config: AppConfig,
     private readonly databases: DatabasesService,
-    private readonly lifecycle: DatabaseLifecycle,
     private readonly credentials: CredentialsService,
     private readonly workspaces: WorkspacesService,
     private readonly reconciler: Reconciler,
@@ -66,18 +66,25 @@ export class InstantDatabasesService implements OnModuleInit {
       { databaseName: name, region: region ?? CREATABLE_REGIONS[0] },
       { withinPlan: false, alongside: (database) => this.claims.update(claim.id, { databaseId: database.id }) },
     );
-    // Without a pooled database at hand, build it now (the job that was enqueued finds it done, or
-    // is building it: a run that finds the build under way leaves it to the holder, so wait).
-    if (created.status !== DatabaseStatus.Ready && !(await this.buildNow(created.id))) {
-      await this.databases.deleteNowIfIn(created.id, holder.id);
-      throw new ApiException(
-        ErrorCode.DbCreationFailure,
-        `The database could not be built on a server of region ${created.region}; retry later`,
-        { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
-      );
+    let credential: CreateCredentialResponse;
+    try {
+      // Without a pooled database at hand, the lifecycle job create enqueued builds it, as for any
+      // database: CREATE DATABASE never runs in the request (it may take DATA_PLANE_DATABASE_DDL_TIMEOUT_MS).
+      const waitMs = this.config.env.INSTANT_DATABASE_BUILD_WAIT_MS;
+      if (created.status !== DatabaseStatus.Ready && !(await this.builtWithin(created.id, waitMs))) {
+        throw new ApiException(
+          ErrorCode.DbCreationFailure,
+          `The database was not built within ${waitMs} ms on a server of region ${created.region}; retry later`,
+          { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
+        );
+      }
+      // No tenant, not internal: the instant database's one ordinary credential. A server that does
+      // not answer is its 503 credential_creation_failure with Retry-After (habit 17).
+      credential = await this.credentials.create(holder, name, null, {});
+    } catch (err) {
+      await this.abandon(claim.id, created.id, holder.id);
+      throw err;
     }
-    // No tenant, not internal: the instant database's one ordinary credential.
-    const credential = await this.credentials.create(holder, name, null, {});
     const host = credential.database.dbHost!.replace(/^postgres:\/\//, '');
     return {
       database: {
@@ -113,19 +120,50 @@ export class InstantDatabasesService implements OnModuleInit {
     return this.databases.describe(moved, workspace);
   }
 
-  /** Builds the database in this request; whether it is READY within BUILD_WAIT_MS. */
-  private async buildNow(databaseId: string): Promise<boolean> {
-    const deadline = Date.now() + BUILD_WAIT_MS;
+  /**
+   * After a provision failed once its database was made (not built in time, or its credential not
+   * made): the database is queued for deletion due now, so it holds no capacity for the code's life,
+   * and the claim is marked failed, so its code is never claimable (the caller never saw it) and the
+   * attempt no longer counts against the client's address: the failure was the service's, and the
+   * 503 asks the client to retry. It still counts against the service's hourly limit, which bounds
+   * what failing attempts can make (rows, builds) during an outage whatever the addresses. When this
+   * cannot be recorded (the metadata database failing too), the code's expiry drops the database.
+   */
+  private async abandon(claimId: string, databaseId: string, holderId: string): Promise<void> {
+    try {
+      await this.databases.deleteNowIfIn(databaseId, holderId);
+      await this.claims.markFailed(claimId, new Date());
+    } catch (err) {
+      this.logger.error(
+        { databaseId, err: messageOf(err) },
+        'a failed instant database could not be deleted at once; its code expiring drops it',
+      );
+    }
+  }
+
+  /**
+   * Whether the lifecycle job makes the database READY within `waitMs`, read from its row: the
+   * request waits for the build, never runs it, so it answers within about its wait whatever the
+   * server does. A build still under way then is abandoned by the caller (deleted now): the job
+   * ends it, and the finalization, which takes turns with it under the database's lock on the
+   * server, drops it after.
+   */
+  private async builtWithin(databaseId: string, waitMs: number): Promise<boolean> {
+    const deadline = Date.now() + waitMs;
+    const waitOver = new Error('build wait over');
     for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      let row: DatabaseEntity | null;
       try {
-        await this.lifecycle.provision(databaseId);
+        row = await withinMs(this.databases.findRow(databaseId), left, () => waitOver);
       } catch (err) {
-        this.logger.error({ databaseId, err: messageOf(err) }, 'instant database could not be built');
-        return false;
+        if (err === waitOver) return false;
+        throw err;
       }
-      if ((await this.databases.findRow(databaseId))?.status === DatabaseStatus.Ready) return true;
-      if (Date.now() > deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      if (row?.status === DatabaseStatus.Ready) return true;
+      if (!row || row.deleted) return false;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(BUILD_POLL_MS, Math.max(0, deadline - Date.now()))));
     }
   }
 
@@ -148,8 +186,10 @@ export class InstantDatabasesService implements OnModuleInit {
   }
 
   /**
-   * Counts the attempt against the abuse limits (per address and in all, over the last hour) and
-   * records it with its claim code, under a lock so parallel attempts are counted one by one.
+   * Counts the attempt against the abuse limits (per address and in all, over the last hour, and the
+   * unclaimed databases alive at once) and records it with its claim code, under a lock so parallel
+   * attempts are counted one by one. An attempt counts from here: its code is live from the moment
+   * it is recorded, before its database exists.
    */
   private async admit(clientAddress: string, codeHash: string): Promise<DatabaseClaimEntity> {
     const env = this.config.env;
@@ -168,6 +208,8 @@ export class InstantDatabasesService implements OnModuleInit {
       if (all >= env.INSTANT_DATABASES_PER_HOUR) {
         throw this.tooMany('on this service', (await this.claims.oldestSince(since))!);
       }
+      const unclaimed = await this.claims.unclaimedLive(new Date());
+      if (unclaimed.live >= env.INSTANT_DATABASES_MAX_UNCLAIMED) throw this.tooManyUnclaimed(unclaimed.firstExpiry!);
       return this.claims.save({
         codeHash,
         clientAddress,
@@ -177,6 +219,20 @@ export class InstantDatabasesService implements OnModuleInit {
         claimedBy: null,
       });
     });
+  }
+
+  /**
+   * The cap on unclaimed databases is a limit of this service's own, like the hourly ones (429), not
+   * an outage (503, habit 17). Retry-After: until the first live code expires, at the latest; a claim
+   * may make room sooner.
+   */
+  private tooManyUnclaimed(firstExpiry: Date): ApiException {
+    const retryAfter = Math.max(1, Math.ceil((new Date(firstExpiry).getTime() - Date.now()) / 1000));
+    return new ApiException(
+      ErrorCode.ThresholdExceeded,
+      `Too many unclaimed instant databases exist on this service; retry in ${retryAfter} seconds at the latest`,
+      { headers: { 'Retry-After': String(retryAfter) } },
+    );
   }
 
   private tooMany(where: string, oldest: Date): ApiException {

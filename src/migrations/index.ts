@@ -13,6 +13,7 @@ import { HistoryIndexes1795800000002 } from './1795800000002-HistoryIndexes';
 import { ImplicitSubscription1795800000003 } from './1795800000003-ImplicitSubscription';
 import { InviteSends1795800000004 } from './1795800000004-InviteSends';
 import { BillingEndAndAmountPrecision1795800000005 } from './1795800000005-BillingEndAndAmountPrecision';
+import { InstantDatabaseClaimLimits1795800000006 } from './1795800000006-InstantDatabaseClaimLimits';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -31,4 +32,5 @@ export const MIGRATIONS: (new () => object)[] = [
   ImplicitSubscription1795800000003,
   InviteSends1795800000004,
   BillingEndAndAmountPrecision1795800000005,
+  InstantDatabaseClaimLimits1795800000006,
 ];

@@ -4,7 +4,13 @@ import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service';
 import { withFailingRows, withSlowRows } from '../support/slow-rows';
-import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
+import {
+  createDeveloperWithToken,
+  createIsolatedTestApp,
+  createTestApp,
+  eventually,
+  TestApp,
+} from '../support/test-app';
 import { createWorkspace, databaseRow, physicalDatabaseExists, queryAs, serverIdOf, unique } from './support';
 
 interface Provisioned {
@@ -481,6 +487,63 @@ describe('instant database abuse limits and the operator switch', () => {
           .map((a) => (a.body as Provisioned).database.id)
           .sort(),
       );
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('caps the unclaimed instant databases alive at once: 429 with Retry-After over it, room again once one is claimed or its code expires', async () => {
+    // A metadata database of its own: the count is of every live unclaimed code, other specs' included.
+    const t = await createIsolatedTestApp({
+      INSTANT_DATABASES_MAX_UNCLAIMED: '2',
+      INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '100',
+      INSTANT_DATABASES_PER_HOUR: '1000',
+      DATABASE_POOL_TARGET: '0',
+    });
+    try {
+      const from = (address: string) => t.http.post('/databases/provision').set('X-Forwarded-For', address).send({});
+      // Three at once from three addresses, recording each attempt waiting 0.3 s: the others count
+      // the live codes meanwhile, so only a count under the admissions' lock keeps to the cap.
+      const first: request.Response[] = await withSlowRows(
+        t.dataSource,
+        { table: 'database_claims', on: 'INSERT', when: 'true', seconds: 0.3 },
+        () => Promise.all(['198.51.100.1', '198.51.100.2', '198.51.100.3'].map((a) => from(a))),
+      );
+      expect(first.map((a) => a.status).sort()).toEqual([201, 201, 429]);
+      const refused = first.find((a) => a.status === 429)!;
+      expect(refused.body).toEqual({
+        errorCode: 'threshold_exceeded',
+        message: expect.stringMatching(/unclaimed instant databases/),
+        statusCode: 429,
+      });
+      // Until the earliest live code expires (a claim may make room sooner).
+      const retryAfter = Number(refused.headers['retry-after']);
+      expect(retryAfter).toBeGreaterThan(86400 - 120);
+      expect(retryAfter).toBeLessThanOrEqual(86400);
+      const [a, b] = first.filter((r) => r.status === 201).map((r) => r.body as Provisioned);
+
+      // A claimed database no longer counts.
+      const auth = (await createDeveloperWithToken(t.app)).auth;
+      const ws = await createWorkspace(t, auth);
+      await t.http
+        .post(`/workspaces/${ws.slug}/databases/claim`)
+        .set(auth)
+        .send({ claimCode: a.claimCode })
+        .expect(200);
+      expect((await from('198.51.100.4')).status).toBe(201);
+      expect((await from('198.51.100.5')).status).toBe(429);
+
+      // Nor does one whose code expired (the reconciler drops it).
+      await t.dataSource.query(
+        "UPDATE database_claims SET expires_at = now() - interval '1 second' WHERE database_id = $1",
+        [b.database.id],
+      );
+      expect((await from('198.51.100.6')).status).toBe(201);
+      expect((await from('198.51.100.7')).status).toBe(429);
+      const [{ live }] = await t.dataSource.query<{ live: number }[]>(
+        'SELECT count(*)::int AS live FROM database_claims WHERE claimed_at IS NULL AND expires_at > now()',
+      );
+      expect(live).toBe(2);
     } finally {
       await t.close();
     }

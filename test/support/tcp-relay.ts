@@ -6,13 +6,19 @@ import { freePort } from './free-port';
  * specs where that server goes away while the service runs. `down` cuts every connection and stops
  * listening (connections are refused: a server that stopped); `stall` cuts every connection and then
  * accepts new ones without ever answering (a server that hangs, or a network that drops packets:
- * each connect waits out its timeout); `up` and `resume` bring it back.
+ * each connect waits out its timeout); `up` and `resume` bring it back. `hold` keeps connections
+ * open but holds back, from the first client message matching a pattern on, what a client sends (a
+ * server that takes that statement for ever, as CREATE DATABASE waiting on a slow checkpoint);
+ * `release` sends it on.
  */
 export class TcpRelay {
   private server?: Server;
   private stalled = false;
   private readonly relayed = new Set<Socket>();
   private readonly held = new Set<Socket>();
+  private holding?: RegExp;
+  /** What each held-back client has sent since its first matching message, in order. */
+  private readonly heldBack = new Map<Socket, { upstream: Socket; chunks: Buffer[] }>();
 
   private constructor(
     readonly port: number,
@@ -51,7 +57,15 @@ export class TcpRelay {
           other.destroy();
         });
       }
-      client.pipe(upstream).pipe(client);
+      upstream.pipe(client);
+      client.on('data', (chunk: Buffer) => {
+        const held = this.heldBack.get(client);
+        if (held) held.chunks.push(chunk);
+        else if (this.holding?.test(chunk.toString('latin1'))) this.heldBack.set(client, { upstream, chunks: [chunk] });
+        else upstream.write(chunk);
+      });
+      client.on('end', () => upstream.end());
+      client.on('close', () => this.heldBack.delete(client));
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -70,6 +84,25 @@ export class TcpRelay {
   resume(): void {
     this.stalled = false;
     for (const socket of this.held) socket.destroy();
+  }
+
+  /** From now on, holds back what a client sends from its first message matching `pattern` on. */
+  hold(pattern: RegExp): void {
+    this.holding = pattern;
+  }
+
+  /** How many connections are held back now. */
+  get heldBackCount(): number {
+    return this.heldBack.size;
+  }
+
+  /** Sends on what was held back, and holds nothing more. */
+  release(): void {
+    this.holding = undefined;
+    for (const [client, { upstream, chunks }] of this.heldBack) {
+      this.heldBack.delete(client);
+      for (const chunk of chunks) upstream.write(chunk);
+    }
   }
 
   async down(): Promise<void> {
