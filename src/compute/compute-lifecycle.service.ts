@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { serverOf } from '../databases/database-lifecycle.service';
@@ -64,7 +65,7 @@ interface Locked {
  * - a data-plane failure: FAILED (DELETING stays DELETING) with `lastError`, retried with backoff.
  *
  * What an instance is on the data plane: its size's connections added to its database's
- * `CONNECTION LIMIT` (see connection-envelope.ts). Every metadata step runs with the database row
+ * `CONNECTION LIMIT`, on top of the default every database has (see connection-envelope.ts). Every metadata step runs with the database row
  * locked, then the instance row, and never while the data plane works; the instances of one
  * database apply their envelope one at a time (an advisory lock on its data-plane server); each
  * step recomputes the envelope from the rows, so running a job twice (or late) changes nothing.
@@ -82,6 +83,7 @@ export class ComputeLifecycle implements OnModuleInit {
     private readonly jobs: JobDispatcher,
     private readonly reconciler: Reconciler,
     private readonly finalizers: DatabaseFinalizers,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -216,6 +218,11 @@ export class ComputeLifecycle implements OnModuleInit {
     for (const instance of unsettled) await this.dispatch(instance, true);
   }
 
+  /** What a database without instances accepts (DATA_PLANE_DEFAULT_CONNECTION_LIMIT). */
+  private get baseLimit(): number {
+    return this.config.env.DATA_PLANE_DEFAULT_CONNECTION_LIMIT;
+  }
+
   private async begin({ instance, database }: Locked): Promise<Outcome | undefined> {
     if (instance.terminated) return undefined;
     if (!database || database.finalized) {
@@ -278,8 +285,8 @@ export class ComputeLifecycle implements OnModuleInit {
   }
 
   /**
-   * The database's connection limit for the envelope of its live instances as they run now, with
-   * this instance at `ownLimit` (null: without it).
+   * The database's connection limit: the default plus its live instances' connections as they run
+   * now, with this instance at `ownLimit` (null: without it).
    */
   private async envelope(
     database: DatabaseEntity,
@@ -288,7 +295,7 @@ export class ComputeLifecycle implements OnModuleInit {
   ): Promise<number> {
     const limits = await this.instances.liveLimitsOfOthers(database.id, instance.id);
     if (ownLimit !== null) limits.push(ownLimit);
-    return connectionLimitFor(limits);
+    return connectionLimitFor(this.baseLimit, limits);
   }
 
   /**

@@ -266,8 +266,8 @@ export class DataPlane implements OnApplicationShutdown {
 
   /**
    * Creates (or finishes creating) a customer database: its NOLOGIN owner role, the database owned
-   * by it, `CONNECT` and `TEMP` revoked from PUBLIC, and the public schema closed to PUBLIC and
-   * owned by the owner role. Idempotent: a retry after a crash completes what is missing.
+   * by it with the default `CONNECTION LIMIT` (DATA_PLANE_DEFAULT_CONNECTION_LIMIT), `CONNECT` and
+   * `TEMP` revoked from PUBLIC, and the public schema closed to PUBLIC and owned by the owner role. Idempotent: a retry after a crash completes what is missing.
    * Answers whether the database came out hardened (see isDatabaseHardened), read in the same
    * session right after the statements that make it so; the session to the new database opens
    * meanwhile, so its connection and handshake overlap those statements.
@@ -295,16 +295,18 @@ export class DataPlane implements OnApplicationShutdown {
           );
           // The role was there already (a retry): the statements after it did not run.
           if (!roleMade) await db.query(`${membership}; ${ddlTimeout}`);
+          // Built at the default envelope: no instance runs on a database before it is READY.
+          const limit = Math.trunc(env.DATA_PLANE_DEFAULT_CONNECTION_LIMIT);
           const created = await this.ignoring(
             [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
-            db.query(`CREATE DATABASE ${d} OWNER ${o}`),
+            db.query(`CREATE DATABASE ${d} OWNER ${o} CONNECTION LIMIT ${limit}`),
           );
           // The database exists from here: the session to it opens while the admin statements run.
           session = this.connectTo(t, physical);
           session.catch(() => undefined);
           const results = (await db.query(
             `SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)};
-             ${created ? '' : `ALTER DATABASE ${d} OWNER TO ${o};`}
+             ${created ? '' : `ALTER DATABASE ${d} OWNER TO ${o}; ALTER DATABASE ${d} CONNECTION LIMIT ${limit};`}
              REVOKE ALL ON DATABASE ${d} FROM PUBLIC;
              ${hardenedQuery(physical)}`,
           )) as unknown as QueryResult<{ ok: boolean }>[];
@@ -561,8 +563,8 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
-   * Sets how many sessions the database accepts at once (`CONNECTION LIMIT`; -1: no limit of its
-   * own). Dedicated compute applies its instances' resource envelope with it. Idempotent.
+   * Sets how many sessions the database accepts at once (`CONNECTION LIMIT`). The compute envelope
+   * (the default plus its instances' connections) is applied with it. Idempotent.
    */
   setConnectionLimit(serverId: string, physical: string, limit: number): Promise<void> {
     if (!Number.isSafeInteger(limit) || limit < -1) throw new Error(`not a connection limit: ${limit}`);
