@@ -575,6 +575,22 @@ export class DataPlane implements OnApplicationShutdown {
     });
   }
 
+  /**
+   * The `CONNECTION LIMIT` of each of these databases on the server (those that are gone are left
+   * out): one read of the catalog, no write, so the compute sweep rewrites only what is wrong.
+   */
+  connectionLimits(serverId: string, physicals: string[]): Promise<Map<string, number>> {
+    if (physicals.length === 0) return Promise.resolve(new Map<string, number>());
+    const names = physicals.map((p) => assertPhysicalName(p));
+    return this.on(serverId, async (t) => {
+      const { rows } = await this.admin(t).query<{ datname: string; datconnlimit: number }>(
+        'SELECT datname, datconnlimit FROM pg_database WHERE datname = ANY($1)',
+        [names],
+      );
+      return new Map<string, number>(rows.map((r) => [r.datname, r.datconnlimit]));
+    });
+  }
+
   /** Whether a role exists on the server (for operators and tests). */
   roleExists(serverId: string, role: string): Promise<boolean> {
     return this.on(serverId, async (t) => {

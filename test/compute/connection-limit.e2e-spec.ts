@@ -1,7 +1,7 @@
 import { Client } from 'pg';
-import { createIsolatedTestApp, eventually, reconcile, TestApp } from '../support/test-app';
-import { onDataPlane } from '../databases/support';
-import { connectionLimit } from './support';
+import { createDeveloperWithToken, createIsolatedTestApp, eventually, reconcile, TestApp } from '../support/test-app';
+import { Auth, createWorkspace, databaseRow, onDataPlane, unique, waitForStatus } from '../databases/support';
+import { connectionLimit, InstanceBody, waitForInstance } from './support';
 
 /** Kept tiny: the data-plane cluster is shared with other runs, so this spec never opens many sessions. */
 const DEFAULT_LIMIT = 2;
@@ -30,11 +30,14 @@ async function connect(connectionString: string): Promise<Client> {
 /**
  * One tenant cannot take a shared data-plane server's connections: every database accepts
  * DATA_PLANE_DEFAULT_CONNECTION_LIMIT sessions (dedicated compute adds its connections on top),
- * from its build on (warm pool included).
- * Its own metadata database: the warm pool sees only this spec's databases.
+ * from its build on (warm pool included), and the compute sweep puts the limit back on a database
+ * that lacks it (an install from before the default, a limit changed on the server).
+ * Its own metadata database: the sweep and the warm pool see only this spec's databases.
  */
 describe('default connection limit', () => {
   let t: TestApp;
+  let auth: Auth;
+  let slug: string;
   const sessions: Client[] = [];
   beforeAll(async () => {
     t = await createIsolatedTestApp({
@@ -42,11 +45,16 @@ describe('default connection limit', () => {
       DATABASE_POOL_TARGET: '1',
       INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '100',
     });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
   });
   afterEach(async () => {
     await Promise.all(sessions.splice(0).map((s) => s.end().catch(() => undefined)));
   });
   afterAll(() => t.close());
+
+  const setLimitByHand = (physical: string, limit: number) =>
+    onDataPlane((db) => db.query(`ALTER DATABASE ${db.escapeIdentifier(physical)} CONNECTION LIMIT ${limit}`));
 
   it('an anonymous instant database accepts the default number of sessions and refuses the next one (53300)', async () => {
     const res = await t.http.post('/databases/provision').send({ region: 'AWS_US_WEST_2' }).expect(201);
@@ -76,5 +84,33 @@ describe('default connection limit', () => {
     });
     expect(limits.length).toBeGreaterThan(0);
     expect(new Set(limits)).toEqual(new Set([DEFAULT_LIMIT]));
+  });
+
+  it('puts the limit back at the next reconcile pass on a database that lacks it, compute on top', async () => {
+    const name = `db_${unique()}`;
+    await t.http
+      .post(`/workspaces/${slug}/databases`)
+      .set(auth)
+      .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+      .expect(201);
+    const { id } = await waitForStatus(t, auth, slug, name, 'READY');
+    const { physical_name: physical } = await databaseRow(t, id);
+    expect(await connectionLimit(t, id)).toBe(DEFAULT_LIMIT);
+
+    // As a database of an install from before the default has it: no limit of its own.
+    await setLimitByHand(physical, -1);
+    await reconcile(t.app);
+    expect(await connectionLimit(t, id)).toBe(DEFAULT_LIMIT);
+
+    const instance = await t.http
+      .post(`/workspaces/${slug}/databases/${name}/compute`)
+      .set(auth)
+      .send({ instanceSize: 'dc-small', instanceName: `ci_${unique()}` })
+      .expect(202);
+    await waitForInstance(t, auth, slug, name, (instance.body as InstanceBody).instanceId, 'READY');
+    expect(await connectionLimit(t, id)).toBe(DEFAULT_LIMIT + 50);
+    await setLimitByHand(physical, -1);
+    await reconcile(t.app);
+    expect(await connectionLimit(t, id)).toBe(DEFAULT_LIMIT + 50);
   });
 });
