@@ -1,11 +1,21 @@
 import { Client } from 'pg';
 import { createDeveloperWithToken, createIsolatedTestApp, eventually, reconcile, TestApp } from '../support/test-app';
-import { Auth, createWorkspace, databaseRow, onDataPlane, unique, waitForStatus } from '../databases/support';
+import {
+  Auth,
+  connectAs,
+  createReadyDatabase,
+  createWorkspace,
+  databaseRow,
+  onDataPlane,
+  unique,
+  waitForStatus,
+} from '../databases/support';
 import { connectionLimit, InstanceBody, waitForInstance } from './support';
 
 /** Kept tiny: the data-plane cluster is shared with other runs, so this spec never opens many sessions. */
 const DEFAULT_LIMIT = 2;
 const TOO_MANY_CONNECTIONS = '53300';
+const INSUFFICIENT_PRIVILEGE = '42501';
 
 interface Provisioned {
   database: { id: string; name: string; dbHost: string };
@@ -53,6 +63,16 @@ describe('default connection limit', () => {
   });
   afterAll(() => t.close());
 
+  const prefix = process.env.DATA_PLANE_NAME_PREFIX!;
+  const databaseOwner = (physical: string) =>
+    onDataPlane(async (db) => {
+      const { rows } = await db.query<{ owner: string }>(
+        'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1',
+        [physical],
+      );
+      return rows[0]?.owner;
+    });
+
   const setLimitByHand = (physical: string, limit: number) =>
     onDataPlane((db) => db.query(`ALTER DATABASE ${db.escapeIdentifier(physical)} CONNECTION LIMIT ${limit}`));
 
@@ -62,9 +82,9 @@ describe('default connection limit', () => {
     expect(await connectionLimit(t, p.database.id)).toBe(DEFAULT_LIMIT);
     for (let i = 0; i < DEFAULT_LIMIT; i += 1) sessions.push(await connect(p.connectionString));
     await expect(connect(p.connectionString)).rejects.toMatchObject({ code: TOO_MANY_CONNECTIONS });
-    // A session ending makes room again.
+    // A session ending makes room again (once its backend has exited).
     await sessions.pop()!.end();
-    sessions.push(await connect(p.connectionString));
+    sessions.push(await eventually(() => connect(p.connectionString), 5000));
   });
 
   it('builds warm-pool databases with the default limit', async () => {
@@ -112,5 +132,67 @@ describe('default connection limit', () => {
     await setLimitByHand(physical, -1);
     await reconcile(t.app);
     expect(await connectionLimit(t, id)).toBe(DEFAULT_LIMIT + 50);
+  });
+
+  it("a credential cannot lift its database's limit (ALTER DATABASE is refused) and still makes what credentials make", async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { physical_name: physical } = await databaseRow(t, db.id);
+    const res = await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200);
+    const { id, password } = res.body as { id: string; password: string };
+    const session = await connectAs(db.dbHost!, id, password);
+    sessions.push(session);
+    const d = session.escapeIdentifier(physical);
+    // Acting as the owner role (its login's default) and as itself: neither owns the database.
+    for (const as of ['', 'RESET ROLE; ']) {
+      await expect(session.query(`${as}ALTER DATABASE ${d} CONNECTION LIMIT -1`)).rejects.toMatchObject({
+        code: INSUFFICIENT_PRIVILEGE,
+      });
+      await expect(session.query(`${as}ALTER DATABASE ${d} WITH ALLOW_CONNECTIONS false`)).rejects.toMatchObject({
+        code: INSUFFICIENT_PRIVILEGE,
+      });
+    }
+    await session.query(`SET ROLE ${session.escapeIdentifier(`${physical}_owner`)}`);
+    expect(await connectionLimit(t, db.id)).toBe(DEFAULT_LIMIT);
+
+    // What a credential does today still works: tables in public, schemas, temporary tables,
+    // trusted extensions, and what one credential makes the next one uses.
+    await session.query('CREATE TABLE notes (body text); INSERT INTO notes VALUES ($$kept$$)');
+    await session.query('CREATE SCHEMA reports; CREATE TABLE reports.daily (n int)');
+    await session.query('CREATE TEMPORARY TABLE scratch (x int)');
+    await session.query('CREATE EXTENSION IF NOT EXISTS pgcrypto');
+    await session.query('RESET ROLE; CREATE TABLE made_as_itself (x int)');
+    const second = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
+      .body as { id: string; password: string };
+    // One session for it: with a limit of 2, a session that just ended may still count while its backend exits.
+    const next = await connectAs(db.dbHost!, second.id, second.password);
+    sessions.push(next);
+    await next.query('INSERT INTO reports.daily VALUES (1)');
+    const { rows } = await next.query<{ body: string }>('SELECT body FROM notes');
+    expect(rows).toEqual([{ body: 'kept' }]);
+  });
+
+  it('gives a database built before the holder role (owned by its owner role) to it at the next reconcile pass', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { physical_name: physical } = await databaseRow(t, db.id);
+    const owner = `${physical}_owner`;
+    // As an earlier release left it: the database belongs to its owner role, which alone may connect.
+    await onDataPlane(async (admin) => {
+      const d = admin.escapeIdentifier(physical);
+      await admin.query(`ALTER DATABASE ${d} OWNER TO ${admin.escapeIdentifier(owner)}`);
+      await admin.query(`REVOKE ALL ON DATABASE ${d} FROM ${admin.escapeIdentifier(`${prefix}databases`)}`);
+    });
+    expect(await databaseOwner(physical)).toBe(owner);
+
+    await reconcile(t.app);
+    expect(await databaseOwner(physical)).toBe(`${prefix}databases`);
+    const { id, password } = (
+      await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200)
+    ).body as { id: string; password: string };
+    const session = await connectAs(db.dbHost!, id, password);
+    sessions.push(session);
+    await expect(
+      session.query(`ALTER DATABASE ${session.escapeIdentifier(physical)} CONNECTION LIMIT -1`),
+    ).rejects.toMatchObject({ code: INSUFFICIENT_PRIVILEGE });
+    await session.query('CREATE SCHEMA kept; CREATE TABLE kept.rows (n int); CREATE TEMPORARY TABLE scratch (x int)');
   });
 });
