@@ -86,6 +86,33 @@ export class ComputeInstancesRepository {
     );
   }
 
+  /**
+   * For each of these databases that has instances not terminated: their connection limits at the
+   * size they run, and whether one of them is not in its desired state (its job will apply the
+   * database's envelope). Databases without such instances are left out.
+   */
+  async liveOfDatabases(databaseIds: string[]): Promise<Map<string, { limits: number[]; settling: boolean }>> {
+    const byDatabase = new Map<string, { limits: number[]; settling: boolean }>();
+    if (databaseIds.length === 0) return byDatabase;
+    const rows = await this.txHost.tx.query<
+      { database_id: string; connection_limit: number | null; settling: boolean }[]
+    >(
+      `SELECT i.database_id, t.connection_limit,
+              (i.deleted IS NOT NULL OR i.status <> '${ComputeInstanceStatus.Ready}'
+               OR i.instance_type_id IS DISTINCT FROM i.desired_instance_type_id) AS settling
+         FROM compute_instances i LEFT JOIN compute_types t ON t.id = i.instance_type_id
+        WHERE i.database_id = ANY($1) AND i.terminated IS NULL`,
+      [databaseIds],
+    );
+    for (const row of rows) {
+      const entry = byDatabase.get(row.database_id) ?? { limits: [], settling: false };
+      if (row.connection_limit !== null) entry.limits.push(Number(row.connection_limit));
+      entry.settling ||= row.settling;
+      byDatabase.set(row.database_id, entry);
+    }
+    return byDatabase;
+  }
+
   /** The connection limits of the database's live instances other than `instanceId`, at the size they run. */
   async liveLimitsOfOthers(databaseId: string, instanceId: string): Promise<number[]> {
     const others = await this.txHost.tx.query<{ connection_limit: number }[]>(

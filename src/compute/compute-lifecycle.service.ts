@@ -1,6 +1,8 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { DataPlane } from '../data-plane/data-plane.service';
+import { UnansweringServers } from '../data-plane/unanswering-servers';
 import { serverOf } from '../databases/database-lifecycle.service';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
@@ -64,7 +66,7 @@ interface Locked {
  * - a data-plane failure: FAILED (DELETING stays DELETING) with `lastError`, retried with backoff.
  *
  * What an instance is on the data plane: its size's connections added to its database's
- * `CONNECTION LIMIT` (see connection-envelope.ts). Every metadata step runs with the database row
+ * `CONNECTION LIMIT`, on top of the default every database has (see connection-envelope.ts). Every metadata step runs with the database row
  * locked, then the instance row, and never while the data plane works; the instances of one
  * database apply their envelope one at a time (an advisory lock on its data-plane server); each
  * step recomputes the envelope from the rows, so running a job twice (or late) changes nothing.
@@ -82,6 +84,7 @@ export class ComputeLifecycle implements OnModuleInit {
     private readonly jobs: JobDispatcher,
     private readonly reconciler: Reconciler,
     private readonly finalizers: DatabaseFinalizers,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -210,10 +213,87 @@ export class ComputeLifecycle implements OnModuleInit {
     await this.periods.closeOpenOfDatabase(database.id, billedUntil(now, database));
   }
 
-  /** One reconcile pass: re-enqueues the job of every instance not in its desired state (lost or out of attempts). */
+  /**
+   * One reconcile pass: re-enqueues the job of every instance not in its desired state (lost or out
+   * of attempts), then re-asserts the envelope of every usable database (reassertEnvelopes).
+   */
   async sweep(): Promise<void> {
     const unsettled = await this.instances.unsettled(SWEEP_BATCH);
     for (const instance of unsettled) await this.dispatch(instance, true);
+    await this.reassertEnvelopes();
+  }
+
+  /**
+   * Puts back the envelope (the default plus its instances' connections) of every usable database
+   * (READY, not finalized) whose limit on the data plane differs: a database of an install from
+   * before the default existed (no limit, -1), a warm-pool entry built then and claimed since, a
+   * limit changed on the server by hand. Per server one catalog read; only a database that differs
+   * is written, under its envelope's lock (taken by its instances' jobs too; skipped if one holds
+   * it) and from the rows read again under it. A database with an instance not in its desired state
+   * is left to that instance's job, which applies the whole envelope.
+   */
+  private async reassertEnvelopes(): Promise<void> {
+    const unanswering = new UnansweringServers(this.logger, 'connection-limit checks');
+    for (const serverId of await this.databases.serversWithUsable()) {
+      const usable = await this.databases.usableOnServer(serverId);
+      for (let from = 0; from < usable.length && !unanswering.skip(serverId); from += SWEEP_BATCH) {
+        const batch = usable.slice(from, from + SWEEP_BATCH);
+        try {
+          const found = await this.dataPlane.connectionLimits(
+            serverId,
+            batch.map((d) => d.physicalName),
+          );
+          const envelopes = await this.settledEnvelopes(batch.map((d) => d.id));
+          for (const database of batch) {
+            const limit = found.get(database.physicalName);
+            const envelope = envelopes.get(database.id);
+            if (limit === undefined || envelope === undefined || limit === envelope) continue;
+            await this.restoreEnvelope(serverId, database, limit);
+          }
+        } catch (err) {
+          unanswering.note(serverId, err);
+          this.logger.error({ serverId, err: messageOf(err) }, 'could not check connection limits; will retry');
+        }
+      }
+    }
+    unanswering.report();
+  }
+
+  /** Sets the database's envelope, read again with its envelope's lock held (see reassertEnvelopes). */
+  private async restoreEnvelope(
+    serverId: string,
+    database: { id: string; physicalName: string },
+    found: number,
+  ): Promise<void> {
+    await this.dataPlane.exclusively(serverId, `compute-envelope:${database.physicalName}`, async () => {
+      const envelope = (await this.settledEnvelopes([database.id])).get(database.id);
+      if (envelope === undefined) return;
+      await this.dataPlane.setConnectionLimit(serverId, database.physicalName, envelope);
+      this.logger.warn(
+        { databaseId: database.id, serverId, found, restored: envelope },
+        "a database's connection limit differed from its envelope; restored",
+      );
+    });
+  }
+
+  /**
+   * The envelope each of these databases should have, for those whose instances are all in their
+   * desired state (the others are left out: their jobs apply it).
+   */
+  private async settledEnvelopes(databaseIds: string[]): Promise<Map<string, number>> {
+    const live = await this.instances.liveOfDatabases(databaseIds);
+    const envelopes = new Map<string, number>();
+    for (const id of databaseIds) {
+      const instances = live.get(id);
+      if (instances?.settling) continue;
+      envelopes.set(id, connectionLimitFor(this.baseLimit, instances?.limits ?? []));
+    }
+    return envelopes;
+  }
+
+  /** What a database without instances accepts (DATA_PLANE_DEFAULT_CONNECTION_LIMIT). */
+  private get baseLimit(): number {
+    return this.config.env.DATA_PLANE_DEFAULT_CONNECTION_LIMIT;
   }
 
   private async begin({ instance, database }: Locked): Promise<Outcome | undefined> {
@@ -278,8 +358,8 @@ export class ComputeLifecycle implements OnModuleInit {
   }
 
   /**
-   * The database's connection limit for the envelope of its live instances as they run now, with
-   * this instance at `ownLimit` (null: without it).
+   * The database's connection limit: the default plus its live instances' connections as they run
+   * now, with this instance at `ownLimit` (null: without it).
    */
   private async envelope(
     database: DatabaseEntity,
@@ -288,7 +368,7 @@ export class ComputeLifecycle implements OnModuleInit {
   ): Promise<number> {
     const limits = await this.instances.liveLimitsOfOthers(database.id, instance.id);
     if (ownLimit !== null) limits.push(ownLimit);
-    return connectionLimitFor(limits);
+    return connectionLimitFor(this.baseLimit, limits);
   }
 
   /**

@@ -1,13 +1,12 @@
-import { connectionLimitFor, NO_CONNECTION_LIMIT } from './connection-envelope';
+import { connectionLimitFor } from './connection-envelope';
 
-describe('connectionLimitFor (the envelope dedicated compute gives a database)', () => {
-  it('leaves a database without instances at no limit of its own (-1)', () => {
-    expect(connectionLimitFor([])).toBe(NO_CONNECTION_LIMIT);
-    expect(NO_CONNECTION_LIMIT).toBe(-1);
+describe('connectionLimitFor (the envelope a database gets, dedicated compute on top of the default)', () => {
+  it('leaves a database without instances at the default limit', () => {
+    expect(connectionLimitFor(20, [])).toBe(20);
   });
 
-  it('adds up the connections of every running instance', () => {
-    expect(connectionLimitFor([50])).toBe(50);
-    expect(connectionLimitFor([50, 100, 400])).toBe(550);
+  it('adds up the connections of every running instance on top of the default', () => {
+    expect(connectionLimitFor(20, [50])).toBe(20 + 50);
+    expect(connectionLimitFor(20, [50, 100, 400])).toBe(20 + 550);
   });
 });

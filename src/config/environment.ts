@@ -164,6 +164,19 @@ export class EnvironmentVariables {
   @Min(1)
   DATA_PLANE_MAX_DATABASES = 1000;
 
+  /**
+   * Sessions a customer database accepts at once (its `CONNECTION LIMIT`) without dedicated compute;
+   * each running compute instance adds its size's connections on top (see connection-envelope.ts).
+   * Keeps one tenant from taking every connection of a shared server from the others and from the
+   * control plane. Applied when a database is built, and re-asserted on existing ones by the compute
+   * sweep.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10000)
+  DATA_PLANE_DEFAULT_CONNECTION_LIMIT = 20;
+
   /** How long a connection attempt to a data-plane server may take before it counts as unavailable. */
   @Transform(toInt)
   @IsInt()

@@ -5,7 +5,13 @@ import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
 import { DataPlaneServers, type DataPlaneTarget } from './data-plane-servers.service';
-import { assertCredentialRoleName, assertPhysicalName, isCredentialRoleName, ownerRoleName } from './physical-names';
+import {
+  assertCredentialRoleName,
+  assertPhysicalName,
+  holderRoleName,
+  isCredentialRoleName,
+  ownerRoleName,
+} from './physical-names';
 
 interface PgError {
   code?: string;
@@ -17,13 +23,52 @@ const UNDEFINED_OBJECT = '42704';
 /** Two sessions creating the same role or database at once: the loser may see a catalog unique violation. */
 const UNIQUE_VIOLATION = '23505';
 
-/** One row, `ok`: the database exists, belongs to its owner role, and PUBLIC may not connect to it. */
-function hardenedQuery(physical: string): string {
-  return `SELECT pg_get_userbyid(d.datdba) = ${escapeLiteral(ownerRoleName(physical))} AND NOT EXISTS (
+/**
+ * One row, `ok`: the database exists, belongs to the holder role (which its owner role is not a
+ * member of), its owner role may connect, create schemas and temporary tables there, and PUBLIC may
+ * not connect to it.
+ */
+function hardenedQuery(physical: string, holder: string): string {
+  const owner = escapeLiteral(ownerRoleName(physical));
+  return `SELECT pg_get_userbyid(d.datdba) = ${escapeLiteral(holder)}
+                 AND NOT pg_has_role(${owner}, d.datdba, 'MEMBER')
+                 AND has_database_privilege(${owner}, d.oid, 'CONNECT')
+                 AND has_database_privilege(${owner}, d.oid, 'CREATE')
+                 AND has_database_privilege(${owner}, d.oid, 'TEMPORARY')
+                 AND NOT EXISTS (
               SELECT 1 FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
                WHERE a.grantee = 0 AND a.privilege_type = 'CONNECT') AS ok
             FROM pg_database d
            WHERE d.datname = ${escapeLiteral(assertPhysicalName(physical))}`;
+}
+
+/**
+ * Makes the holder role unless it exists (two builds at once: the loser's attempt is caught), and
+ * the admin a member of it unless a superuser (see adminMemberOfUnlessSuperuser). No answer waited
+ * for: it goes with the statements after it.
+ */
+function holderReady(holder: string): string {
+  const h = escapeIdentifier(holder);
+  return `DO $$BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ${escapeLiteral(holder)}) THEN
+        BEGIN
+          CREATE ROLE ${h} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+        END;
+      END IF;
+    END$$; ${adminMemberOfUnlessSuperuser(holder)}`;
+}
+
+/**
+ * Gives the DATABASE object to the holder role and its owner role what owning it gave credentials
+ * that they need (connect, create schemas, temporary tables; the public schema and everything in the
+ * database stay the owner role's). One implicit transaction: no moment without the grant.
+ */
+function heldBy(holder: string, physical: string): string {
+  const d = escapeIdentifier(assertPhysicalName(physical));
+  return `ALTER DATABASE ${d} OWNER TO ${escapeIdentifier(holder)};
+          REVOKE ALL ON DATABASE ${d} FROM PUBLIC;
+          GRANT CONNECT, CREATE, TEMPORARY ON DATABASE ${d} TO ${escapeIdentifier(ownerRoleName(physical))}`;
 }
 
 /**
@@ -265,8 +310,10 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
-   * Creates (or finishes creating) a customer database: its NOLOGIN owner role, the database owned
-   * by it, `CONNECT` and `TEMP` revoked from PUBLIC, and the public schema closed to PUBLIC and
+   * Creates (or finishes creating) a customer database: its NOLOGIN owner role, the database with
+   * the default `CONNECTION LIMIT` (DATA_PLANE_DEFAULT_CONNECTION_LIMIT) held by the holder role
+   * (see heldBy: its owner role may connect, create schemas and temporary tables, but not ALTER the
+   * database), `CONNECT` and `TEMP` revoked from PUBLIC, and the public schema closed to PUBLIC and
    * owned by the owner role. Idempotent: a retry after a crash completes what is missing.
    * Answers whether the database came out hardened (see isDatabaseHardened), read in the same
    * session right after the statements that make it so; the session to the new database opens
@@ -274,6 +321,7 @@ export class DataPlane implements OnApplicationShutdown {
    */
   buildDatabase(serverId: string, physical: string, options: { sharded?: boolean } = {}): Promise<boolean> {
     const owner = ownerRoleName(physical);
+    const holder = this.holderRole;
     const env = this.config.env;
     return this.on(serverId, async (t) => {
       await this.lockSharedDatabases(t);
@@ -283,7 +331,7 @@ export class DataPlane implements OnApplicationShutdown {
           const o = db.escapeIdentifier(owner);
           const d = db.escapeIdentifier(assertPhysicalName(physical));
           // Statements that need no answer in between go to the server in one round trip each.
-          const membership = adminMemberOfUnlessSuperuser(owner);
+          const membership = `${holderReady(holder)}; ${adminMemberOfUnlessSuperuser(owner)}`;
           // CREATE DATABASE may wait for a checkpoint: it runs under DATA_PLANE_DATABASE_DDL_TIMEOUT_MS.
           const ddlTimeout = `SET statement_timeout = ${Math.trunc(env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS)}`;
           const roleMade = await this.ignoring(
@@ -295,18 +343,20 @@ export class DataPlane implements OnApplicationShutdown {
           );
           // The role was there already (a retry): the statements after it did not run.
           if (!roleMade) await db.query(`${membership}; ${ddlTimeout}`);
+          // Built at the default envelope: no instance runs on a database before it is READY.
+          const limit = Math.trunc(env.DATA_PLANE_DEFAULT_CONNECTION_LIMIT);
           const created = await this.ignoring(
             [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
-            db.query(`CREATE DATABASE ${d} OWNER ${o}`),
+            db.query(`CREATE DATABASE ${d} OWNER ${db.escapeIdentifier(holder)} CONNECTION LIMIT ${limit}`),
           );
           // The database exists from here: the session to it opens while the admin statements run.
           session = this.connectTo(t, physical);
           session.catch(() => undefined);
           const results = (await db.query(
             `SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)};
-             ${created ? '' : `ALTER DATABASE ${d} OWNER TO ${o};`}
-             REVOKE ALL ON DATABASE ${d} FROM PUBLIC;
-             ${hardenedQuery(physical)}`,
+             ${created ? '' : `ALTER DATABASE ${d} CONNECTION LIMIT ${limit};`}
+             ${heldBy(holder, physical)};
+             ${hardenedQuery(physical, holder)}`,
           )) as unknown as QueryResult<{ ok: boolean }>[];
           return results[results.length - 1].rows[0]?.ok === true;
         });
@@ -323,12 +373,48 @@ export class DataPlane implements OnApplicationShutdown {
     });
   }
 
-  /** True when the database exists, belongs to its owner role and PUBLIC may not connect to it. */
+  /** True when the database exists, is held as buildDatabase makes it and PUBLIC may not connect to it. */
   isDatabaseHardened(serverId: string, physical: string): Promise<boolean> {
     return this.on(serverId, async (t) => {
-      const { rows } = await this.admin(t).query<{ ok: boolean }>(hardenedQuery(physical));
+      const { rows } = await this.admin(t).query<{ ok: boolean }>(hardenedQuery(physical, this.holderRole));
       return rows[0]?.ok === true;
     });
+  }
+
+  /** The role that owns this deployment's customer databases on every server (see holderRoleName). */
+  get holderRole(): string {
+    return holderRoleName(this.config.env.DATA_PLANE_NAME_PREFIX);
+  }
+
+  /**
+   * Of these databases on the server, those the holder role does not own (built by a release from
+   * before it, when each belonged to its owner role, which its credentials could ALTER); those that
+   * are gone are left out. One read of the catalog.
+   */
+  databasesNotHeld(serverId: string, physicals: string[]): Promise<string[]> {
+    if (physicals.length === 0) return Promise.resolve([]);
+    const names = physicals.map((p) => assertPhysicalName(p));
+    return this.on(serverId, async (t) => {
+      const { rows } = await this.admin(t).query<{ datname: string }>(
+        `SELECT datname FROM pg_database
+          WHERE datname = ANY($1) AND pg_get_userbyid(datdba) IS DISTINCT FROM $2 ORDER BY 1`,
+        [names, this.holderRole],
+      );
+      return rows.map((r) => r.datname);
+    });
+  }
+
+  /**
+   * Gives an existing database to the holder role, as buildDatabase makes it (see heldBy); its owner
+   * role keeps everything else. Idempotent.
+   */
+  holdDatabase(serverId: string, physical: string): Promise<void> {
+    const holder = this.holderRole;
+    return this.on(serverId, (t) =>
+      this.withAdmin(t, async (db) => {
+        await db.query(`${holderReady(holder)}; ${heldBy(holder, physical)}`);
+      }),
+    );
   }
 
   /**
@@ -561,8 +647,8 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
-   * Sets how many sessions the database accepts at once (`CONNECTION LIMIT`; -1: no limit of its
-   * own). Dedicated compute applies its instances' resource envelope with it. Idempotent.
+   * Sets how many sessions the database accepts at once (`CONNECTION LIMIT`). The compute envelope
+   * (the default plus its instances' connections) is applied with it. Idempotent.
    */
   setConnectionLimit(serverId: string, physical: string, limit: number): Promise<void> {
     if (!Number.isSafeInteger(limit) || limit < -1) throw new Error(`not a connection limit: ${limit}`);
@@ -570,6 +656,22 @@ export class DataPlane implements OnApplicationShutdown {
       await this.admin(t).query(
         `ALTER DATABASE ${escapeIdentifier(assertPhysicalName(physical))} CONNECTION LIMIT ${limit}`,
       );
+    });
+  }
+
+  /**
+   * The `CONNECTION LIMIT` of each of these databases on the server (those that are gone are left
+   * out): one read of the catalog, no write, so the compute sweep rewrites only what is wrong.
+   */
+  connectionLimits(serverId: string, physicals: string[]): Promise<Map<string, number>> {
+    if (physicals.length === 0) return Promise.resolve(new Map<string, number>());
+    const names = physicals.map((p) => assertPhysicalName(p));
+    return this.on(serverId, async (t) => {
+      const { rows } = await this.admin(t).query<{ datname: string; datconnlimit: number }>(
+        'SELECT datname, datconnlimit FROM pg_database WHERE datname = ANY($1)',
+        [names],
+      );
+      return new Map<string, number>(rows.map((r) => [r.datname, r.datconnlimit]));
     });
   }
 

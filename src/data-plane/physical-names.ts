@@ -16,6 +16,16 @@ export function ownerRoleName(physical: string): string {
   return `${assertPhysicalName(physical)}_owner`;
 }
 
+/**
+ * The NOLOGIN role that owns every customer database of this deployment on a server (the DATABASE
+ * object only: what is in it belongs to each database's owner role). Credentials are members of
+ * their owner role, never of this one, so they cannot ALTER their database (its CONNECTION LIMIT,
+ * the compute envelope, above all). Not of the physical-name shape `${prefix}<32 hex>`.
+ */
+export function holderRoleName(prefix: string): string {
+  return assertPhysicalName(`${prefix}databases`);
+}
+
 export function assertPhysicalName(name: string): string {
   if (!PHYSICAL.test(name)) throw new Error(`not a physical database name: ${JSON.stringify(name)}`);
   return name;

@@ -214,14 +214,49 @@ export class DatabaseLifecycle implements OnModuleInit {
 
   /**
    * One reconcile pass: re-enqueues builds that are not done (their job may be lost or out of
-   * attempts), finalizes overdue deletions whose job was lost, and tops up the warm pool.
+   * attempts), finalizes overdue deletions whose job was lost, gives usable databases built before
+   * the holder role to it (holdEarlierDatabases), and tops up the warm pool.
    */
   async sweep(now = new Date()): Promise<void> {
     for (const id of await this.databases.unbuiltIds(SWEEP_BATCH)) {
       await this.jobs.redispatch('ProvisionDatabase', { databaseId: id }, { jobId: provisionJobId(id) });
     }
     await this.finalizeOverdue(now);
+    await this.holdEarlierDatabases();
     await this.pool.requestRefillEverywhere();
+  }
+
+  /**
+   * Usable databases (READY, not finalized) that the holder role does not own were built by a
+   * release that gave each database to its owner role, whose credentials could then ALTER it (lift
+   * its CONNECTION LIMIT, close it): each is given to the holder role as builds do now
+   * (DataPlane.holdDatabase), under its build lock (skipped while a build or finalization holds it).
+   * Per server one catalog read; a server that does not answer waits for the next pass.
+   */
+  private async holdEarlierDatabases(): Promise<void> {
+    const unanswering = new UnansweringServers(this.logger, 'database ownership checks');
+    for (const serverId of await this.databases.serversWithUsable()) {
+      const usable = await this.databases.usableOnServer(serverId);
+      for (let from = 0; from < usable.length && !unanswering.skip(serverId); from += SWEEP_BATCH) {
+        const batch = usable.slice(from, from + SWEEP_BATCH);
+        try {
+          const earlier = await this.dataPlane.databasesNotHeld(
+            serverId,
+            batch.map((d) => d.physical_name),
+          );
+          for (const physicalName of earlier) {
+            await this.dataPlane.exclusively(serverId, lockKey({ physicalName }), async () => {
+              await this.dataPlane.holdDatabase(serverId, physicalName);
+              this.logger.log({ serverId, physicalName }, 'database given to the holder role');
+            });
+          }
+        } catch (err) {
+          unanswering.note(serverId, err);
+          this.logger.error({ serverId, err: messageOf(err) }, 'could not check database ownership; will retry');
+        }
+      }
+    }
+    unanswering.report();
   }
 
   /**

@@ -1,3 +1,4 @@
+import { AppConfig } from '../../src/config/app-config';
 import { ComputeLifecycle } from '../../src/compute/compute-lifecycle.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
@@ -23,8 +24,11 @@ describe('dedicated compute', () => {
   let auth: Auth;
   let slug: string;
   let workspaceId: string;
+  /** What a database without instances accepts; every instance adds its connections on top. */
+  let base: number;
   beforeAll(async () => {
     t = await createAppWithUnbuildableEuRegion();
+    base = t.app.get(AppConfig).env.DATA_PLANE_DEFAULT_CONNECTION_LIMIT;
     auth = (await createDeveloperWithToken(t.app)).auth;
     const workspace = await createWorkspace(t, auth);
     slug = workspace.slug;
@@ -59,7 +63,7 @@ describe('dedicated compute', () => {
     });
 
     it('answers 202 with the PENDING instance, provisions it through the job to READY and applies its connections on the data plane', async () => {
-      expect(await connectionLimit(t, db.id)).toBe(-1);
+      expect(await connectionLimit(t, db.id)).toBe(base);
       const res = await t.http
         .post(computePath(db))
         .set(auth)
@@ -92,7 +96,7 @@ describe('dedicated compute', () => {
         deleted: null,
         terminated: null,
       });
-      expect(await connectionLimit(t, db.id)).toBe(50);
+      expect(await connectionLimit(t, db.id)).toBe(base + 50);
       const periods = await periodsOf(t, id);
       expect(periods).toEqual([
         expect.objectContaining({
@@ -127,7 +131,7 @@ describe('dedicated compute', () => {
       expect(asText.body).toMatchObject({ instanceName: 'text', desiredInstanceType: TYPES.large });
       await waitForInstance(t, auth, slug, other.name, asAnything.body.instanceId, 'READY');
       await waitForInstance(t, auth, slug, other.name, asText.body.instanceId, 'READY');
-      expect(await connectionLimit(t, other.id)).toBe(100 + 200);
+      expect(await connectionLimit(t, other.id)).toBe(base + 100 + 200);
 
       const malformed = await t.http
         .post(computePath(other))
@@ -175,7 +179,7 @@ describe('dedicated compute', () => {
         [fresh.id],
       );
       expect(count).toBe(0);
-      expect(await connectionLimit(t, fresh.id)).toBe(-1);
+      expect(await connectionLimit(t, fresh.id)).toBe(base);
     });
 
     it('accepts a 512-character name', async () => {
@@ -298,7 +302,7 @@ describe('dedicated compute', () => {
         return body.instanceType.id === 'dc-large' ? body : null;
       });
       expect(resized).toMatchObject({ instanceType: TYPES.large, desiredInstanceType: TYPES.large });
-      expect(await connectionLimit(t, db.id)).toBe(200);
+      expect(await connectionLimit(t, db.id)).toBe(base + 200);
       const periods = await periodsOf(t, ready.instanceId);
       expect(periods).toHaveLength(2);
       expect(periods[0]).toMatchObject({ id: first.id, instance_type_id: 'dc-small', ended_at: expect.any(Date) });
@@ -327,7 +331,7 @@ describe('dedicated compute', () => {
         await t.http.put(computePath(db, ready.instanceId)).set(auth).send({ instanceSize: 'medium' }).expect(202);
         const resizing = await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'RESIZING');
         expect(resizing).toMatchObject({ instanceType: TYPES.small, desiredInstanceType: TYPES.medium });
-        expect(await connectionLimit(t, db.id)).toBe(50);
+        expect(await connectionLimit(t, db.id)).toBe(base + 50);
       } finally {
         release();
         spy.mockRestore();
@@ -337,7 +341,7 @@ describe('dedicated compute', () => {
         return body.instanceType.id === 'dc-medium' ? body : null;
       });
       expect(done.desiredInstanceType).toEqual(TYPES.medium);
-      expect(await connectionLimit(t, db.id)).toBe(100);
+      expect(await connectionLimit(t, db.id)).toBe(base + 100);
     });
 
     it('renames at once (200) without touching the size or the usage periods', async () => {
@@ -395,7 +399,7 @@ describe('dedicated compute', () => {
     it('removes the instance from the list at once (202 with the database) and closes its period then; terminates it later: default limit restored', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const ready = await createReadyInstance(db, 'dc-medium');
-      expect(await connectionLimit(t, db.id)).toBe(100);
+      expect(await connectionLimit(t, db.id)).toBe(base + 100);
 
       const res = await t.http.delete(computePath(db, ready.instanceId)).set(auth).expect(202);
       expect(res.body).toEqual({
@@ -424,7 +428,7 @@ describe('dedicated compute', () => {
       expect(periods).toHaveLength(1);
       expect(periods[0].ended_at).toEqual(row.deleted);
       expect(final.terminated!.getTime()).toBeGreaterThanOrEqual(row.deleted!.getTime());
-      expect(await connectionLimit(t, db.id)).toBe(-1);
+      expect(await connectionLimit(t, db.id)).toBe(base);
 
       // Deleting again answers the database (200: nothing is pending); a deleted instance cannot be changed.
       const again = await t.http.delete(computePath(db, ready.instanceId)).set(auth).expect(200);
@@ -446,10 +450,10 @@ describe('dedicated compute', () => {
       const db = await createReadyDatabase(t, auth, slug);
       const a = await createReadyInstance(db, 'dc-small');
       const b = await createReadyInstance(db, 'dc-xlarge');
-      expect(await connectionLimit(t, db.id)).toBe(450);
+      expect(await connectionLimit(t, db.id)).toBe(base + 450);
       await t.http.delete(computePath(db, b.instanceId)).set(auth).expect(202);
       await waitForInstance(t, auth, slug, db.name, b.instanceId, 'TERMINATED');
-      expect(await connectionLimit(t, db.id)).toBe(50);
+      expect(await connectionLimit(t, db.id)).toBe(base + 50);
       expect((await instanceRow(t, a.instanceId)).status).toBe('READY');
     });
 
@@ -490,7 +494,7 @@ describe('dedicated compute', () => {
         desired_instance_type_id: 'dc-small',
       });
       await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'TERMINATED');
-      expect(await connectionLimit(t, db.id)).toBe(-1);
+      expect(await connectionLimit(t, db.id)).toBe(base);
     });
   });
 
@@ -535,7 +539,7 @@ describe('dedicated compute', () => {
       expect({ row: await instanceRow(t, ready.instanceId), periods: await periodsOf(t, ready.instanceId) }).toEqual(
         before,
       );
-      expect(await connectionLimit(t, db.id)).toBe(50);
+      expect(await connectionLimit(t, db.id)).toBe(base + 50);
 
       await t.http.delete(computePath(db, ready.instanceId)).set(auth).expect(202);
       await waitForInstance(t, auth, slug, db.name, ready.instanceId, 'TERMINATED');
@@ -545,13 +549,13 @@ describe('dedicated compute', () => {
       expect({ row: await instanceRow(t, ready.instanceId), periods: await periodsOf(t, ready.instanceId) }).toEqual(
         terminated,
       );
-      expect(await connectionLimit(t, db.id)).toBe(-1);
+      expect(await connectionLimit(t, db.id)).toBe(base);
     });
 
     it("applies the envelopes of one database's instances one at a time: a run that finds another applying refuses and changes nothing", async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const ready = await createReadyInstance(db, 'dc-small');
-      expect(await connectionLimit(t, db.id)).toBe(50);
+      expect(await connectionLimit(t, db.id)).toBe(base + 50);
       // A resize whose job has not run yet (no job races the runs below).
       await t.dataSource.query("UPDATE compute_instances SET desired_instance_type_id = 'dc-large' WHERE id = $1", [
         ready.instanceId,
@@ -563,7 +567,7 @@ describe('dedicated compute', () => {
         await expect(lifecycle.converge(ready.instanceId)).rejects.toThrow(
           "another run is applying this database's envelope; will retry",
         );
-        expect(await connectionLimit(t, db.id)).toBe(50);
+        expect(await connectionLimit(t, db.id)).toBe(base + 50);
         expect(await instanceRow(t, ready.instanceId)).toMatchObject({
           status: 'RESIZING',
           instance_type_id: 'dc-small',
@@ -575,7 +579,7 @@ describe('dedicated compute', () => {
 
       // Its turn once the other run is done.
       await lifecycle.converge(ready.instanceId);
-      expect(await connectionLimit(t, db.id)).toBe(200);
+      expect(await connectionLimit(t, db.id)).toBe(base + 200);
       expect(await instanceRow(t, ready.instanceId)).toMatchObject({ status: 'READY', instance_type_id: 'dc-large' });
     });
 
@@ -590,12 +594,12 @@ describe('dedicated compute', () => {
       await reconcile(t.app);
       const ready = await waitForInstance(t, auth, slug, db.name, id, 'READY');
       expect(ready.instanceType).toEqual(TYPES.medium);
-      expect(await connectionLimit(t, db.id)).toBe(100);
+      expect(await connectionLimit(t, db.id)).toBe(base + 100);
 
       await t.dataSource.query("UPDATE compute_instances SET deleted = now(), status = 'DELETING' WHERE id = $1", [id]);
       await reconcile(t.app);
       await waitForInstance(t, auth, slug, db.name, id, 'TERMINATED');
-      expect(await connectionLimit(t, db.id)).toBe(-1);
+      expect(await connectionLimit(t, db.id)).toBe(base);
       expect((await periodsOf(t, id)).every((p) => p.ended_at !== null)).toBe(true);
     });
 
@@ -620,14 +624,14 @@ describe('dedicated compute', () => {
           last_error: 'the data plane refused the connection limit: injected: permission denied to alter database',
         });
         expect(await periodsOf(t, instance.instanceId)).toEqual([]);
-        expect(await connectionLimit(t, db.id)).toBe(-1);
+        expect(await connectionLimit(t, db.id)).toBe(base);
       } finally {
         spy.mockRestore();
       }
       await reconcile(t.app);
       await waitForInstance(t, auth, slug, db.name, instance.instanceId, 'READY');
       expect((await instanceRow(t, instance.instanceId)).last_error).toBeNull();
-      expect(await connectionLimit(t, db.id)).toBe(50);
+      expect(await connectionLimit(t, db.id)).toBe(base + 50);
     });
 
     it('retries a refused step by itself (the job backs off and runs again)', async () => {
@@ -643,7 +647,7 @@ describe('dedicated compute', () => {
       } finally {
         spy.mockRestore();
       }
-      expect(await connectionLimit(t, db.id)).toBe(200);
+      expect(await connectionLimit(t, db.id)).toBe(base + 200);
     });
   });
 
@@ -659,7 +663,7 @@ describe('dedicated compute', () => {
       expect(listed.body.map((i: InstanceBody) => [i.instanceId, i.status])).toEqual([[first.instanceId, 'READY']]);
       expect(listed.body[0].database.deleted).toEqual(expect.stringMatching(ISO));
       const second = await createReadyInstance(db, 'dc-medium');
-      expect(await connectionLimit(t, db.id)).toBe(150);
+      expect(await connectionLimit(t, db.id)).toBe(base + 150);
       expect((await periodsOf(t, first.instanceId))[0].ended_at).toBeNull();
 
       await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [

@@ -75,7 +75,8 @@ describe('databases on the data plane', () => {
         );
         return rows[0];
       });
-      expect(physical).toEqual({ owner: `${row.physical_name}_owner`, public_connect: false });
+      // The DATABASE object is the holder role's (credentials cannot ALTER it); what is in it is the owner role's.
+      expect(physical).toEqual({ owner: `${process.env.DATA_PLANE_NAME_PREFIX}databases`, public_connect: false });
     });
 
     it('answers the same body at the apiHost URL to members, and 404 to others', async () => {

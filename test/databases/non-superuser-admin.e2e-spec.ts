@@ -54,7 +54,7 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
     }).catch(() => undefined);
   });
 
-  it('builds a READY, hardened database owned by its owner role, the admin a member of that role', async () => {
+  it('builds a READY, hardened database held by the holder role, the admin a member of that role', async () => {
     const body = await createReadyDatabase(t, auth, slug);
     const { physical_name: physical } = await databaseRow(t, body.id);
     expect(await physicalDatabaseExists(physical)).toBe(true);
@@ -69,7 +69,16 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
         )
         .then((r) => r.rows),
     );
-    expect(state).toEqual({ owner: `${physical}_owner`, public_connect: false, admin_is_member: true });
+    expect(state).toEqual({
+      owner: `${process.env.DATA_PLANE_NAME_PREFIX}databases`,
+      public_connect: false,
+      admin_is_member: true,
+    });
+    expect(
+      await onDataPlane((db) =>
+        db.query('SELECT pg_has_role($1, $2, $3) AS m', [admin, `${physical}_owner`, 'MEMBER']),
+      ).then((r) => r.rows[0]),
+    ).toEqual({ m: true });
   });
 
   it('makes credentials that log in and create tables in the new database', async () => {

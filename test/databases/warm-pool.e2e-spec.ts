@@ -90,7 +90,7 @@ describe('warm pool', () => {
       pooled
         .map((p) => p.physical_name)
         .sort()
-        .map((datname) => ({ datname, owner: `${datname}_owner`, open: false })),
+        .map((datname) => ({ datname, owner: `${process.env.DATA_PLANE_NAME_PREFIX}databases`, open: false })),
     );
     expect(await pooledRows('AZURE_EASTUS')).toEqual([]);
   });
