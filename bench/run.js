@@ -929,6 +929,8 @@ async function dropEverything(dpUrl) {
     for (const { rolname } of members) await dp.query(`DROP ROLE IF EXISTS ${dp.escapeIdentifier(rolname)}`);
     const { rows: owners } = await dp.query(`SELECT rolname FROM pg_roles WHERE ${mine('rolname')}`, [prefix]);
     for (const { rolname } of owners) await dp.query(`DROP ROLE IF EXISTS ${dp.escapeIdentifier(rolname)}`);
+    // The data-plane baseline's holder role (it owns the baseline's databases, dropped above).
+    await dp.query('DROP ROLE IF EXISTS bench_baseline_databases');
   } finally {
     await dp.end();
   }

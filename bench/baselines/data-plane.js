@@ -4,8 +4,11 @@
  * service is measured over HTTP too), no logging, no metadata database, no queue.
  *
  *   POST /databases?physical=NAME  runs the statements DataPlane.buildDatabase runs (owner role,
- *     the rolsuper check, CREATE DATABASE, REVOKE on the database, then on a connection to the new
- *     database: REVOKE on schema public, ALTER SCHEMA public OWNER) and answers when they are done.
+ *     the rolsuper check, CREATE DATABASE held by the holder role with the default connection limit,
+ *     REVOKE on the database and the owner role's GRANT, then on a connection to the new database:
+ *     REVOKE on schema public, ALTER SCHEMA public OWNER) and answers when they are done. The holder
+ *     role (one per deployment) is made once at start; the service checks for it in each build's
+ *     first round trip.
  *     The service also reads whether the database came out hardened (sent with its last admin
  *     statement) and writes its metadata rows: that is its overhead, not the baseline's.
  *   POST /databases/NAME/credentials  makes a password, computes its SCRAM-SHA-256 verifier (4096
@@ -28,6 +31,16 @@ const pool = new Pool({
   application_name: 'bench-baseline',
 });
 const NAME = /^[a-z][a-z0-9_]{0,56}$/;
+/** The service's DATA_PLANE_DEFAULT_CONNECTION_LIMIT default. */
+const CONNECTION_LIMIT = 20;
+const HOLDER = escapeIdentifier('bench_baseline_databases');
+
+async function holderReady() {
+  const { rows } = await pool.query("SELECT 1 FROM pg_roles WHERE rolname = 'bench_baseline_databases'");
+  if (!rows.length) await pool.query(`CREATE ROLE ${HOLDER} NOLOGIN`);
+  const { rows: su } = await pool.query('SELECT rolsuper FROM pg_roles WHERE rolname = current_user');
+  if (!su[0]?.rolsuper) await pool.query(`GRANT ${HOLDER} TO CURRENT_USER`);
+}
 
 function scramVerifier(password) {
   const salt = randomBytes(16);
@@ -68,8 +81,9 @@ async function buildDatabase(physical) {
     await admin.query(`CREATE ROLE ${o} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`);
     const { rows } = await admin.query('SELECT rolsuper FROM pg_roles WHERE rolname = current_user');
     if (!rows[0]?.rolsuper) await admin.query(`GRANT ${o} TO CURRENT_USER`);
-    await admin.query(`CREATE DATABASE ${d} OWNER ${o}`);
+    await admin.query(`CREATE DATABASE ${d} OWNER ${HOLDER} CONNECTION LIMIT ${CONNECTION_LIMIT}`);
     await admin.query(`REVOKE ALL ON DATABASE ${d} FROM PUBLIC`);
+    await admin.query(`GRANT CONNECT, CREATE, TEMPORARY ON DATABASE ${d} TO ${o}`);
   } finally {
     admin.release();
   }
@@ -119,5 +133,11 @@ const server = createServer(async (req, res) => {
     send(500, { message: err.message });
   }
 });
-server.listen(0, '127.0.0.1', () => console.log(`listening ${server.address().port}`));
+holderReady().then(
+  () => server.listen(0, '127.0.0.1', () => console.log(`listening ${server.address().port}`)),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
 process.on('SIGTERM', () => process.exit(0));
