@@ -72,7 +72,12 @@ export class DatabasesService {
   async create(
     workspace: WorkspaceEntity,
     dto: CreateDatabaseDto,
-    options: { withinPlan?: boolean; alongside?: (created: DatabaseEntity) => Promise<void> } = {},
+    options: {
+      withinPlan?: boolean;
+      alongside?: (created: DatabaseEntity) => Promise<void>;
+      /** Its build goes before other waiting builds: a request waits for it (instant databases). */
+      urgent?: boolean;
+    } = {},
   ): Promise<DatabaseResponse> {
     const sharded = dto.sharded ?? false;
     const eligible = sharded ? await this.serversOfferingSharding(dto) : undefined;
@@ -127,7 +132,7 @@ export class DatabasesService {
       await this.jobs.dispatch(
         'ProvisionDatabase',
         { databaseId: entity.id, placement: placementOf(entity) },
-        { jobId: provisionJobId(entity.id) },
+        { jobId: provisionJobId(entity.id), urgent: options.urgent },
       );
     }
     if (usePool && entity.serverId) await this.pool.requestRefill(entity.serverId);

@@ -64,7 +64,12 @@ export class InstantDatabasesService implements OnModuleInit {
     const created = await this.databases.create(
       holder,
       { databaseName: name, region: region ?? CREATABLE_REGIONS[0] },
-      { withinPlan: false, alongside: (database) => this.claims.update(claim.id, { databaseId: database.id }) },
+      {
+        withinPlan: false,
+        alongside: (database) => this.claims.update(claim.id, { databaseId: database.id }),
+        // The request waits for the build: it goes before the builds no one waits for.
+        urgent: true,
+      },
     );
     let credential: CreateCredentialResponse;
     try {

@@ -12,6 +12,8 @@ export interface DispatchOptions {
   /** Deterministic id: the same piece of work always has the same id, so duplicates collapse. */
   jobId: string;
   delayMs?: number;
+  /** Taken before the queue's other waiting jobs (someone's request is waiting for it). */
+  urgent?: boolean;
 }
 
 /**
@@ -81,6 +83,8 @@ export class JobDispatcher implements OnModuleInit {
     const add = this.queue(queue).add(name, data, {
       jobId: options.jobId,
       delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
+      // Bull takes a job with a priority (1 the highest) before every job without one.
+      priority: options.urgent ? 1 : undefined,
       attempts: this.config.env.JOB_ATTEMPTS,
       backoff: { type: 'exponential', delay: this.config.env.JOB_BACKOFF_MS },
       removeOnComplete: true,

@@ -1,7 +1,10 @@
 import { createHash, randomInt } from 'node:crypto';
+import { getQueueToken } from '@nestjs/bull';
+import type { Job, Queue } from 'bull';
 import { Client } from 'pg';
 import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
+import { Queues } from '../../src/queues/queue-names';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service';
 import { withFailingRows, withSlowRows } from '../support/slow-rows';
 import {
@@ -391,6 +394,44 @@ describe('instant databases without an account', () => {
       expect((await databaseRow(t, p.database.id)).workspace_id).toBe(ws.id);
     } finally {
       await off.close();
+    }
+  });
+});
+
+describe('instant database builds', () => {
+  it('builds an instant database, whose request waits for it, before the builds no request waits for', async () => {
+    const t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '0' });
+    try {
+      const queue = t.app.get<Queue>(getQueueToken(Queues.DatabaseLifecycle));
+      // In the order they are taken from the queue (builds may run side by side, so may finish in another).
+      const started: string[] = [];
+      queue.on('active', (job: Job<{ databaseId?: string }>) => {
+        if (job.data.databaseId) started.push(job.data.databaseId);
+      });
+      const { auth } = await createDeveloperWithToken(t.app);
+      const ws = await createWorkspace(t, auth);
+      // Three ordinary builds wait in the queue, then an instant database's.
+      await queue.pause(true);
+      for (let i = 0; i < 3; i++) {
+        await t.http
+          .post(`/workspaces/${ws.slug}/databases`)
+          .set(auth)
+          .send({ databaseName: `queued_${unique()}`, region: 'AWS_US_WEST_2' })
+          .expect(201);
+      }
+      // Sent now (a supertest request only starts when awaited), answered once its build is done.
+      const provision = t.http
+        .post('/databases/provision')
+        .send({})
+        .then((answer) => answer);
+      await eventually(async () => (await queue.getWaitingCount()) === 4);
+      await queue.resume(true);
+      const res = await provision;
+      expect(res.status).toBe(201);
+      await eventually(() => Promise.resolve(started.length === 4));
+      expect(started[0]).toBe(res.body.database.id);
+    } finally {
+      await t.close();
     }
   });
 });
