@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { AccessTokens } from '../../src/auth/access-tokens';
 import { SigningKeys } from '../../src/auth/signing-keys';
 import { AppConfig } from '../../src/config/app-config';
+import { WarmPool } from '../../src/databases/warm-pool.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { ALL_QUEUES } from '../../src/queues/queue-names';
 import { createReadyDatabase, createWorkspace } from '../databases/support';
@@ -80,7 +81,9 @@ describe('fuzzing every API route (generated from the router table and the DTO m
     t = await createTestApp({
       DATABASE_URL: databaseUrl,
       SMTP_URL: smtp.url,
-      DATABASE_POOL_TARGET: '0',
+      // Pre-built databases for the instant provisions (three an address an hour): with the queues
+      // paused below, a provision without one waits for a build that never comes (503).
+      DATABASE_POOL_TARGET: '3',
       BILLING_RATING_INTERVAL_SECONDS: '86400',
     });
     await t.app.listen(0, '127.0.0.1');
@@ -114,6 +117,11 @@ describe('fuzzing every API route (generated from the router table and the DTO m
       ]);
       return row.state === 'EMAIL_SENT';
     });
+    const pool = t.app.get(WarmPool);
+    for (const region of ['AWS_US_WEST_2', 'AWS_EU_CENTRAL_1'] as const) {
+      await pool.refillRegion(region);
+      expect(await pool.readyCount(region)).toBeGreaterThanOrEqual(3);
+    }
     // From here on only the fuzzed requests write: jobs they owe wait in Redis.
     const jobs = t.app.get(JobDispatcher);
     for (const queue of ALL_QUEUES) await jobs.queue(queue).pause(true);
