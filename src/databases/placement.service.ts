@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Region } from '../config/regions';
 import { DataPlaneServers, type DataPlaneServerView } from '../data-plane/data-plane-servers.service';
+import { placementTurnKey } from '../data-plane/placement-turn';
 import { DatabasesRepository, type ServerUsage } from './databases.repository';
 
 export interface Candidate {
@@ -51,11 +52,12 @@ export class Placement implements OnModuleInit {
   }
 
   /**
-   * The advisory lock of the region's placement turn, for the transaction the context carries (the
-   * create takes it together with its plan's lock, in one round trip).
+   * The advisory lock of the region's placement turn (placementTurnKey; a server's removal takes it
+   * too), for the transaction the context carries (the create takes it together with its plan's
+   * lock, in one round trip).
    */
   regionLockKey(region: Region): string {
-    return `placement:${region}`;
+    return placementTurnKey(region);
   }
 
   /** Takes the region's placement turn (regionLockKey) for the rest of the transaction the context carries. */
