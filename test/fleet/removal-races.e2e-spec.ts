@@ -1,6 +1,7 @@
 import { DataPlaneServerState } from '../../src/data-plane/data-plane-server.entity';
 import { DataPlaneServers } from '../../src/data-plane/data-plane-servers.service';
 import { Placement } from '../../src/databases/placement.service';
+import { WarmPool } from '../../src/databases/warm-pool.service';
 import { Auth, createWorkspace, serverIdOf, unique } from '../databases/support';
 import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { untilAsleep, withSlowRows } from '../support/slow-rows';
@@ -13,7 +14,7 @@ const REGION = 'AWS_US_WEST_2';
  * forced open: a write of one side sleeps inside its transaction (withSlowRows) while the other
  * side runs, so only the code's own ordering decides the outcome.
  */
-describe('server:remove racing with placements', () => {
+describe('server:remove and server:drain racing with placements', () => {
   let t: TestApp & { metadataUrl: string };
   let auth: Auth;
   let slug: string;
@@ -33,8 +34,9 @@ describe('server:remove racing with placements', () => {
       .server_id;
 
   beforeAll(async () => {
-    // No workers: nothing is built, the races are between metadata transactions only.
-    t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '0', WORKERS: 'off' });
+    // No workers: nothing is built unless a test builds it, the races are between metadata
+    // transactions only. A warm pool of 3 per server, which only the refill test builds.
+    t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '3', WORKERS: 'off' });
     auth = (await createDeveloperWithToken(t.app)).auth;
     slug = (await createWorkspace(t, auth)).slug;
     first = await serverIdOf(t, REGION);
@@ -94,4 +96,27 @@ describe('server:remove racing with placements', () => {
     });
     expect(await serverOf(created.body.id)).toBe(first);
   });
+
+  it('a warm-pool refill running when its server is drained builds nothing more there and gives its pool back', async () => {
+    const second = await addSecond();
+    // The refill's first entry is built; its "ready" write sleeps while the server is drained.
+    await withSlowRows(
+      t.dataSource,
+      {
+        table: 'pooled_databases',
+        on: 'UPDATE',
+        when: `NEW.ready AND NOT OLD.ready AND NEW.server_id = '${second}'::uuid`,
+        seconds: 1,
+      },
+      async () => {
+        const refill = t.app.get(WarmPool).refill(second);
+        await untilAsleep(t.dataSource, 'UPDATE');
+        await servers().setState(second, DataPlaneServerState.Draining);
+        await refill;
+      },
+    );
+    // Before, the refill went on to build the whole target (3) on the drained server. It stops,
+    // and gives back what it had built.
+    expect(await t.dataSource.query('SELECT id FROM pooled_databases WHERE server_id = $1', [second])).toEqual([]);
+  }, 60000);
 });
