@@ -76,6 +76,7 @@ export class DatabasesService {
   ): Promise<DatabaseResponse> {
     const sharded = dto.sharded ?? false;
     const eligible = sharded ? await this.serversOfferingSharding(dto) : undefined;
+    await this.placement.askAhead(dto.region);
     const id = randomUUID();
     const usePool = !sharded && this.config.env.DATABASE_POOL_TARGET > 0;
     let entity: DatabaseEntity;
@@ -91,21 +92,25 @@ export class DatabasesService {
         const candidates = await this.placement.candidates(dto.region, eligible);
         let serverId: string | undefined;
         let pooled: string | null = null;
-        if (usePool) {
-          // A pooled database already counts against its server: taking one never overfills it.
-          for (const candidate of candidates) {
-            pooled = await this.pool.claim(candidate.server.id);
-            if (pooled) {
-              serverId = candidate.server.id;
-              break;
+        // The servers that answer first (a pooled database there, else room there), then, only when
+        // none of them can take it, those that recently did not: the database is built (or usable)
+        // once its server answers again, which beats refusing on what may be an old guess.
+        for (const answering of [true, false]) {
+          const tier = candidates.filter((c) => c.answering === answering);
+          if (usePool) {
+            // A pooled database already counts against its server: taking one never overfills it.
+            for (const candidate of tier) {
+              pooled = await this.pool.claim(candidate.server.id);
+              if (pooled) {
+                serverId = candidate.server.id;
+                break;
+              }
             }
           }
+          if (!serverId && tier[0] && tier[0].free > 0) serverId = tier[0].server.id;
+          if (serverId) break;
         }
-        if (!serverId) {
-          const best = candidates[0];
-          if (!best || best.free <= 0) throw this.regionFull(dto.region, candidates.length);
-          serverId = best.server.id;
-        }
+        if (!serverId) throw this.regionFull(dto.region, candidates.length);
         const inserted = await this.databases.insert({
           id,
           workspaceId: workspace.id,
