@@ -34,6 +34,12 @@ export interface DatabasePage {
   next?: string;
 }
 
+/**
+ * How long a sharded create's check waits for the other servers' answers once one server offers
+ * citus: healthy servers answer in milliseconds, and one that does not answer is not waited for.
+ */
+const SHARDING_ANSWER_GRACE_MS = 200;
+
 /** The advisory lock under which the databases of one workspace are counted against its plan. */
 const planLockKey = (workspace: WorkspaceEntity) => `databases:${workspace.id}`;
 
@@ -423,15 +429,29 @@ export class DatabasesService {
     };
   }
 
-  /** The region's ACTIVE servers that can host sharded databases (the citus extension is installable). */
+  /**
+   * The region's ACTIVE servers that can host sharded databases (the citus extension is
+   * installable). Servers this process counts as not answering are not asked while another is
+   * (see ServerAnswers); the others are asked at once, and once one offers citus the check waits
+   * at most SHARDING_ANSWER_GRACE_MS more for the rest: a server that does not answer never costs
+   * the create its connect timeout while a healthy one offers citus (the late ones are left out of
+   * this create's placement; their answers, or their failure, still reach ServerAnswers).
+   */
   private async serversOfferingSharding(dto: CreateDatabaseDto): Promise<Set<string>> {
     const active = await this.servers.activeIn(dto.region, true);
+    const answering = active.filter((server) => this.dataPlane.answering(server.id));
+    const asked = answering.length ? answering : active;
     const offering = new Set<string>();
-    let unreachable = 0;
-    await Promise.all(
-      active.map(async (server) => {
+    let unreachable = active.length - asked.length;
+    let offered!: () => void;
+    const firstOffer = new Promise<void>((resolve) => (offered = resolve));
+    const answers = Promise.all(
+      asked.map(async (server) => {
         try {
-          if (await this.dataPlane.shardingAvailable(server.id)) offering.add(server.id);
+          if (await this.dataPlane.shardingAvailable(server.id)) {
+            offering.add(server.id);
+            offered();
+          }
         } catch (err) {
           unreachable += 1;
           this.logger.error(
@@ -441,7 +461,16 @@ export class DatabasesService {
         }
       }),
     );
-    if (offering.size) return offering;
+    let grace: NodeJS.Timeout | undefined;
+    const enough = firstOffer.then(
+      () => new Promise<void>((resolve) => (grace = setTimeout(resolve, SHARDING_ANSWER_GRACE_MS))),
+    );
+    try {
+      await Promise.race([answers, enough]);
+    } finally {
+      clearTimeout(grace);
+    }
+    if (offering.size) return new Set(offering);
     if (unreachable) {
       throw new ApiException(
         ErrorCode.DbCreationFailure,

@@ -1,4 +1,5 @@
 import { DataPlaneServers } from '../../src/data-plane/data-plane-servers.service';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { WarmPool } from '../../src/databases/warm-pool.service';
 import { Auth, createWorkspace, serverIdOf, unique, waitForStatus } from '../databases/support';
 import { secondDataPlaneUrl } from '../support/second-data-plane';
@@ -96,4 +97,62 @@ describe('placement while the emptier server of a region does not answer', () =>
     );
     await waitForStatus(t, auth, slug, again.name, 'READY');
   }, 120000);
+});
+
+describe('a sharded create while one server of the region does not answer', () => {
+  const CONNECT_TIMEOUT_MS = 4000;
+  let t: TestApp & { metadataUrl: string };
+  let link: TcpRelay;
+  let auth: Auth;
+  let slug: string;
+  let first: string;
+  let stalled: string;
+
+  beforeAll(async () => {
+    link = await relayToSecond();
+    t = await createIsolatedTestApp({
+      DATABASE_POOL_TARGET: '0',
+      WORKERS: 'off',
+      DATA_PLANE_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
+    });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+    first = await serverIdOf(t, REGION);
+    stalled = (
+      await t.app.get(DataPlaneServers).add({ region: REGION, url: link.through(SECOND_URL()), maxDatabases: 1000 })
+    ).id;
+  }, 120000);
+  afterAll(async () => {
+    await t?.close();
+    await link?.down();
+  });
+
+  it('takes a healthy server’s answer without waiting out the other’s connect timeout', async () => {
+    // The test clusters have no citus: the healthy server says it has, the stalled one is asked for real.
+    const dataPlane = t.app.get(DataPlane);
+    const real = dataPlane.shardingAvailable.bind(dataPlane);
+    const spy = jest
+      .spyOn(dataPlane, 'shardingAvailable')
+      .mockImplementation((serverId) => (serverId === first ? Promise.resolve(true) : real(serverId)));
+    await link.stall();
+    try {
+      const start = Date.now();
+      const res = await t.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: `sharded_${unique()}`, region: REGION, sharded: true });
+      const ms = Date.now() - start;
+      expect(res.status).toBe(201);
+      const [row] = await t.dataSource.query<{ server_id: string }[]>('SELECT server_id FROM databases WHERE id = $1', [
+        res.body.id,
+      ]);
+      expect(row.server_id).toBe(first);
+      expect(spy.mock.calls.map(([id]) => id)).toContain(stalled);
+      // Before, the create waited for every server's answer: the stalled one's connect timeout.
+      expect(ms).toBeLessThan(CONNECT_TIMEOUT_MS / 2);
+    } finally {
+      link.resume();
+      spy.mockRestore();
+    }
+  }, 60000);
 });
