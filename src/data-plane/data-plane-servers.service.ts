@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, REGIONS, type Region } from '../config/regions';
 import { type DataPlaneServerEntity, DataPlaneServerState } from './data-plane-server.entity';
 import { DataPlaneServersRepository } from './data-plane-servers.repository';
+import { placementTurnKey } from './placement-turn';
 import { Reconciler } from '../queues/reconciler';
 
 /** What everyone may know about a server: never its admin URL. */
@@ -218,16 +219,25 @@ export class DataPlaneServers implements OnModuleInit {
   }
 
   /**
-   * Removes a server, refused while `inUse` (asked with the server row locked, so a placement that
-   * chose it has committed first and none can choose it meanwhile) counts anything living on it;
-   * `inUse` runs in this transaction, which the context carries. Rows that outlive what lived there
-   * (finalized databases, kept for billing) are let go by their modules (onRemove) in the same
-   * transaction, so the row can go; the foreign keys still refuse it if anything else names it.
+   * Removes a server, refused while `inUse` counts anything living on it; `inUse` runs in this
+   * transaction, which the context carries. The region's placement turn (placementTurnKey) is taken
+   * first, then the server row is locked: a create or a refill that chose the server has committed
+   * its row by then (and is counted), and one that comes after reads the fleet without the server.
+   * A placement's read of the servers is a plain read, so the row lock alone would not order them:
+   * the placement's insert would fail the foreign key once the removal committed. Rows that outlive
+   * what lived there (finalized databases, kept for billing) are let go by their modules (onRemove)
+   * in the same transaction, so the row can go; the foreign keys still refuse it if anything else
+   * names it.
    */
   async remove(id: string, inUse: () => Promise<number>): Promise<DataPlaneServerView> {
+    const notFound = () => new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
     const removed = await this.txHost.withTransaction(async () => {
+      // A server's region never changes: read it to know which turn to take.
+      const found = await this.servers.findById(id);
+      if (!found) throw notFound();
+      await this.servers.lockKey(placementTurnKey(found.region));
       const row = await this.servers.lock(id);
-      if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+      if (!row) throw notFound();
       const living = await inUse();
       if (living > 0) {
         throw new ApiException(

@@ -12,6 +12,7 @@ import {
   isCredentialRoleName,
   ownerRoleName,
 } from './physical-names';
+import { ServerAnswers } from './server-answers';
 
 interface PgError {
   code?: string;
@@ -208,6 +209,7 @@ export class DataPlane implements OnApplicationShutdown {
   constructor(
     private readonly config: AppConfig,
     private readonly servers: DataPlaneServers,
+    private readonly answers: ServerAnswers,
   ) {
     servers.onGone((serverId) => this.letGo(serverId));
   }
@@ -223,6 +225,7 @@ export class DataPlane implements OnApplicationShutdown {
       pool?.end().catch(() => undefined);
     }
     this.lockedServers.delete(serverId);
+    this.answers.forget(serverId);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -301,12 +304,35 @@ export class DataPlane implements OnApplicationShutdown {
     try {
       await db.connect();
       await db.query('SELECT 1');
+      this.answers.answered(serverId);
       return true;
     } catch {
+      this.answers.unanswered(serverId);
       return false;
     } finally {
       await db.end().catch(() => undefined);
     }
+  }
+
+  /**
+   * Pings, in the background, those of the servers this process has no recent news of (see
+   * ServerAnswers.startAsking): placement calls it before it reads its candidates, so a server that
+   * stopped answering is noticed within about ASK_AGAIN_AFTER_MS plus the connect timeout by a
+   * process that makes no other call there (an API replica without workers), and one that answers
+   * again is taken back without a customer's database being the test. Never waited for.
+   */
+  askInBackground(serverIds: string[]): void {
+    for (const serverId of serverIds) {
+      if (!this.answers.startAsking(serverId)) continue;
+      void this.ping(serverId)
+        .catch(() => undefined)
+        .finally(() => this.answers.doneAsking(serverId));
+    }
+  }
+
+  /** Whether this process counts the server as answering (see ServerAnswers). */
+  answering(serverId: string): boolean {
+    return this.answers.answering(serverId);
   }
 
   /**
@@ -696,7 +722,7 @@ export class DataPlane implements OnApplicationShutdown {
     try {
       lock = await this.lockPool(target).connect();
     } catch (err) {
-      throw new DataPlaneError(target.region, target.id, isUnavailability(err), err);
+      throw this.failed(target, err);
     }
     let broken: Error | undefined;
     try {
@@ -705,10 +731,11 @@ export class DataPlane implements OnApplicationShutdown {
           'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
           [key],
         );
+        this.answers.answered(target.id);
         if (!rows[0]?.locked) return undefined;
       } catch (err) {
         broken = err instanceof Error ? err : new Error(String(err));
-        throw new DataPlaneError(target.region, target.id, isUnavailability(err), err);
+        throw this.failed(target, err);
       }
       try {
         return await work();
@@ -770,15 +797,32 @@ export class DataPlane implements OnApplicationShutdown {
     return result;
   }
 
-  /** Resolves the server and turns every failure into a DataPlaneError naming its region. */
+  /**
+   * Resolves the server and turns every failure into a DataPlaneError naming its region; whether
+   * the server answered is noted for placement (ServerAnswers).
+   */
   private async on<T>(serverId: string, work: (target: DataPlaneTarget) => Promise<T>): Promise<T> {
     const target = await this.servers.target(serverId);
+    let result: T;
     try {
-      return await work(target);
+      result = await work(target);
     } catch (err) {
-      if (err instanceof DataPlaneError) throw err;
-      throw new DataPlaneError(target.region, target.id, isUnavailability(err), err);
+      throw this.failed(target, err);
     }
+    this.answers.answered(target.id);
+    return result;
+  }
+
+  /**
+   * A failed call as a DataPlaneError (`err` itself when it is one), noting whether the server
+   * answered: a refusal on the merits is an answer.
+   */
+  private failed(target: DataPlaneTarget, err: unknown): DataPlaneError {
+    const failure =
+      err instanceof DataPlaneError ? err : new DataPlaneError(target.region, target.id, isUnavailability(err), err);
+    if (failure.unavailable) this.answers.unanswered(target.id);
+    else this.answers.answered(target.id);
+    return failure;
   }
 
   /**

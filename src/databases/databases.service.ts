@@ -34,6 +34,12 @@ export interface DatabasePage {
   next?: string;
 }
 
+/**
+ * How long a sharded create's check waits for the other servers' answers once one server offers
+ * citus: healthy servers answer in milliseconds, and one that does not answer is not waited for.
+ */
+const SHARDING_ANSWER_GRACE_MS = 200;
+
 /** The advisory lock under which the databases of one workspace are counted against its plan. */
 const planLockKey = (workspace: WorkspaceEntity) => `databases:${workspace.id}`;
 
@@ -81,6 +87,7 @@ export class DatabasesService {
   ): Promise<DatabaseResponse> {
     const sharded = dto.sharded ?? false;
     const eligible = sharded ? await this.serversOfferingSharding(dto) : undefined;
+    await this.placement.askAhead(dto.region);
     const id = randomUUID();
     const usePool = !sharded && this.config.env.DATABASE_POOL_TARGET > 0;
     let entity: DatabaseEntity;
@@ -96,21 +103,25 @@ export class DatabasesService {
         const candidates = await this.placement.candidates(dto.region, eligible);
         let serverId: string | undefined;
         let pooled: string | null = null;
-        if (usePool) {
-          // A pooled database already counts against its server: taking one never overfills it.
-          for (const candidate of candidates) {
-            pooled = await this.pool.claim(candidate.server.id);
-            if (pooled) {
-              serverId = candidate.server.id;
-              break;
+        // The servers that answer first (a pooled database there, else room there), then, only when
+        // none of them can take it, those that recently did not: the database is built (or usable)
+        // once its server answers again, which beats refusing on what may be an old guess.
+        for (const answering of [true, false]) {
+          const tier = candidates.filter((c) => c.answering === answering);
+          if (usePool) {
+            // A pooled database already counts against its server: taking one never overfills it.
+            for (const candidate of tier) {
+              pooled = await this.pool.claim(candidate.server.id);
+              if (pooled) {
+                serverId = candidate.server.id;
+                break;
+              }
             }
           }
+          if (!serverId && tier[0] && tier[0].free > 0) serverId = tier[0].server.id;
+          if (serverId) break;
         }
-        if (!serverId) {
-          const best = candidates[0];
-          if (!best || best.free <= 0) throw this.regionFull(dto.region, candidates.length);
-          serverId = best.server.id;
-        }
+        if (!serverId) throw this.regionFull(dto.region, candidates.length);
         const inserted = await this.databases.insert({
           id,
           workspaceId: workspace.id,
@@ -423,15 +434,29 @@ export class DatabasesService {
     };
   }
 
-  /** The region's ACTIVE servers that can host sharded databases (the citus extension is installable). */
+  /**
+   * The region's ACTIVE servers that can host sharded databases (the citus extension is
+   * installable). Servers this process counts as not answering are not asked while another is
+   * (see ServerAnswers); the others are asked at once, and once one offers citus the check waits
+   * at most SHARDING_ANSWER_GRACE_MS more for the rest: a server that does not answer never costs
+   * the create its connect timeout while a healthy one offers citus (the late ones are left out of
+   * this create's placement; their answers, or their failure, still reach ServerAnswers).
+   */
   private async serversOfferingSharding(dto: CreateDatabaseDto): Promise<Set<string>> {
     const active = await this.servers.activeIn(dto.region, true);
+    const answering = active.filter((server) => this.dataPlane.answering(server.id));
+    const asked = answering.length ? answering : active;
     const offering = new Set<string>();
-    let unreachable = 0;
-    await Promise.all(
-      active.map(async (server) => {
+    let unreachable = active.length - asked.length;
+    let offered!: () => void;
+    const firstOffer = new Promise<void>((resolve) => (offered = resolve));
+    const answers = Promise.all(
+      asked.map(async (server) => {
         try {
-          if (await this.dataPlane.shardingAvailable(server.id)) offering.add(server.id);
+          if (await this.dataPlane.shardingAvailable(server.id)) {
+            offering.add(server.id);
+            offered();
+          }
         } catch (err) {
           unreachable += 1;
           this.logger.error(
@@ -441,7 +466,16 @@ export class DatabasesService {
         }
       }),
     );
-    if (offering.size) return offering;
+    let grace: NodeJS.Timeout | undefined;
+    const enough = firstOffer.then(
+      () => new Promise<void>((resolve) => (grace = setTimeout(resolve, SHARDING_ANSWER_GRACE_MS))),
+    );
+    try {
+      await Promise.race([answers, enough]);
+    } finally {
+      clearTimeout(grace);
+    }
+    if (offering.size) return new Set(offering);
     if (unreachable) {
       throw new ApiException(
         ErrorCode.DbCreationFailure,

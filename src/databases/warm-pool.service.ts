@@ -73,7 +73,7 @@ export class WarmPool {
    * Brings the server's pool up to the target (as far as the server has room): finishes entries a
    * crash left half-built, then builds new ones. A failed build is recorded on its row and left as
    * it is; the job retries, and the build, being idempotent, finishes it. A server that is not
-   * ACTIVE gives its entries back instead (giveBack).
+   * ACTIVE gives its entries back instead (giveBack), and so does one drained while the refill runs.
    *
    * Refills of one server never overlap (Bull may re-run a stalled refill while the first run is
    * still going): the whole refill holds an advisory lock on the data-plane server, so a run never
@@ -97,10 +97,13 @@ export class WarmPool {
       }
       // A new entry takes a place on the server: the room is read and the entry recorded in the
       // region's placement turn (see Placement), so a create never takes the same last place. The
-      // entry is built after that short transaction.
+      // server's state is read again there too: the one read above is the directory's from before
+      // the builds, and a drain (or a removal) that landed since stops the refill. The entry is
+      // built after that short transaction.
       const reserve = () =>
         this.txHost.withTransaction(async () => {
           await this.placement.takeTurn(server.region);
+          if ((await this.servers.stateOf(serverId)) !== DataPlaneServerState.Active) return 'not active' as const;
           const usage = (await this.placement.usage([serverId])).get(serverId)!;
           if (usage.databases + usage.pooled >= server.maxDatabases) return null;
           const id = randomUUID();
@@ -116,6 +119,10 @@ export class WarmPool {
       let count = await this.pooled.countOn(serverId);
       while (count < this.target) {
         const entry = await reserve();
+        if (entry === 'not active') {
+          await this.giveBack(serverId);
+          return;
+        }
         if (!entry) break;
         await this.build(entry);
         count = await this.pooled.countOn(serverId);

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { DataPlane, isUnavailability } from '../data-plane/data-plane.service';
+import { ServerAnswers } from '../data-plane/server-answers';
 import {
   type DatabaseCounters,
   ERROR_COUNTERS,
@@ -100,6 +101,7 @@ export class TelemetrySampler {
     private readonly samples: InsightsRepository,
     private readonly config: AppConfig,
     private readonly dataPlane: DataPlane,
+    private readonly answers: ServerAnswers,
     private readonly databases: DatabasesService,
     private readonly jobs: JobDispatcher,
   ) {}
@@ -210,6 +212,11 @@ export class TelemetrySampler {
       this.logger.warn({ server: server.key, err: String(err) }, 'could not read data-plane statistics');
       statements = null;
       statisticsUnanswered = isUnavailability(err);
+    }
+    // What placement knows of the server (this process's view, see ServerAnswers).
+    if (names.length) {
+      if (statisticsUnanswered) this.answers.unanswered(server.key);
+      else this.answers.answered(server.key);
     }
     const probes = await this.probe(server, access.databaseUrl, statisticsUnanswered);
     const unprobed = probes.filter((p) => p === null).length;

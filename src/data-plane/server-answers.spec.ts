@@ -1,0 +1,37 @@
+import { ASK_AGAIN_AFTER_MS, ServerAnswers, UNANSWERED_FOR_MS } from './server-answers';
+
+describe('ServerAnswers', () => {
+  const id = 'server';
+
+  it('counts a server never heard of, or last heard answering, as answering', () => {
+    const answers = new ServerAnswers();
+    expect(answers.answering(id)).toBe(true);
+    answers.answered(id);
+    expect(answers.answering(id)).toBe(true);
+  });
+
+  it('counts a server that did not answer as not answering until it answers, or for UNANSWERED_FOR_MS at most', () => {
+    const answers = new ServerAnswers();
+    answers.unanswered(id);
+    const now = Date.now();
+    expect(answers.answering(id, now)).toBe(false);
+    expect(answers.answering(id, now + UNANSWERED_FOR_MS - 1000)).toBe(false);
+    expect(answers.answering(id, now + UNANSWERED_FOR_MS + 1000)).toBe(true);
+    answers.answered(id);
+    expect(answers.answering(id, now)).toBe(true);
+    answers.unanswered(id);
+    answers.forget(id);
+    expect(answers.answering(id)).toBe(true);
+  });
+
+  it('has a server asked when its news is missing or old, one question at a time', () => {
+    const answers = new ServerAnswers();
+    expect(answers.startAsking(id)).toBe(true);
+    expect(answers.startAsking(id)).toBe(false);
+    answers.unanswered(id);
+    answers.doneAsking(id);
+    const now = Date.now();
+    expect(answers.startAsking(id, now)).toBe(false);
+    expect(answers.startAsking(id, now + ASK_AGAIN_AFTER_MS + 1000)).toBe(true);
+  });
+});
