@@ -176,7 +176,8 @@ export class DataPlaneServers implements OnModuleInit {
     publicHost?: string;
     maxDatabases?: number;
   }): Promise<DataPlaneServerView> {
-    if (!Object.hasOwn(REGIONS, input.region)) throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
+    if (!Object.hasOwn(REGIONS, input.region))
+      throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
     const saved = await this.txHost.withTransaction(() =>
       this.insert({
         region: input.region,
