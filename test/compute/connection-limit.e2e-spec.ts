@@ -3,6 +3,7 @@ import { createDeveloperWithToken, createIsolatedTestApp, eventually, reconcile,
 import {
   Auth,
   connectAs,
+  connectWith,
   createReadyDatabase,
   createWorkspace,
   databaseRow,
@@ -22,19 +23,6 @@ interface Provisioned {
   user: string;
   password: string;
   connectionString: string;
-}
-
-/** A session as the customer opens it; the caller ends it. Rejects with PostgreSQL's error when refused. */
-async function connect(connectionString: string): Promise<Client> {
-  const client = new Client({ connectionString, connectionTimeoutMillis: 10000 });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-  } catch (err) {
-    await client.end().catch(() => undefined);
-    throw err;
-  }
-  return client;
 }
 
 /**
@@ -80,11 +68,11 @@ describe('default connection limit', () => {
     const res = await t.http.post('/databases/provision').send({ region: 'AWS_US_WEST_2' }).expect(201);
     const p = res.body as Provisioned;
     expect(await connectionLimit(t, p.database.id)).toBe(DEFAULT_LIMIT);
-    for (let i = 0; i < DEFAULT_LIMIT; i += 1) sessions.push(await connect(p.connectionString));
-    await expect(connect(p.connectionString)).rejects.toMatchObject({ code: TOO_MANY_CONNECTIONS });
+    for (let i = 0; i < DEFAULT_LIMIT; i += 1) sessions.push(await connectWith(p.connectionString));
+    await expect(connectWith(p.connectionString)).rejects.toMatchObject({ code: TOO_MANY_CONNECTIONS });
     // A session ending makes room again (once its backend has exited).
     await sessions.pop()!.end();
-    sessions.push(await eventually(() => connect(p.connectionString), 5000));
+    sessions.push(await eventually(() => connectWith(p.connectionString), 5000));
   });
 
   it('builds warm-pool databases with the default limit', async () => {

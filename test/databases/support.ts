@@ -160,11 +160,16 @@ export function runDatabases(): Promise<string[]> {
 }
 
 /** A client logged in as a credential, through the database's dbHost; the caller must end() it. */
-export async function connectAs(dbHost: string, user: string, password: string): Promise<Client> {
+export function connectAs(dbHost: string, user: string, password: string): Promise<Client> {
   const url = new URL(dbHost);
   url.username = encodeURIComponent(user);
   url.password = encodeURIComponent(password);
-  const client = new Client({ connectionString: url.toString(), connectionTimeoutMillis: 10000 });
+  return connectWith(url.toString());
+}
+
+/** A session as a customer opens it with a connection string; the caller must end() it. Rejects with PostgreSQL's error when refused. */
+export async function connectWith(connectionString: string): Promise<Client> {
+  const client = new Client({ connectionString, connectionTimeoutMillis: 10000 });
   client.on('error', () => undefined);
   try {
     await client.connect();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { migrateDatabase } from '../../src/database/data-source-options';
+import { onDataPlane } from '../databases/support';
 import { createDeveloperWithToken, createIsolatedTestApp, type TestApp } from '../support/test-app';
 
 /** `database` on the password-checking data-plane cluster, as its admin. */
@@ -12,16 +13,6 @@ function dataPlaneUrl(database: string, login?: { user: string; password: string
     url.password = login.password;
   }
   return url.toString();
-}
-
-async function onDataPlane<T>(work: (db: Client) => Promise<T>): Promise<T> {
-  const db = new Client({ connectionString: dataPlaneUrl('postgres') });
-  await db.connect();
-  try {
-    return await work(db);
-  } finally {
-    await db.end();
-  }
 }
 
 describe('the metadata database on a server shared with the data plane', () => {
