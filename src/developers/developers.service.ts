@@ -260,10 +260,16 @@ export class DevelopersService {
 
   /**
    * Upgrades a hash made with older parameters, now that the password is known to be right. Only
-   * if the stored hash is still the one checked: a password changed meanwhile wins.
+   * if the stored hash is still the one checked: a password changed meanwhile wins. Skipped when the
+   * hashing gate is full (SecretHasher's 503): a right password never fails for an optimisation.
    */
   private async rehash(id: string, checked: string, password: string): Promise<void> {
-    await this.developers.replacePasswordHash(id, checked, await this.hasher.hash(password));
+    try {
+      await this.developers.replacePasswordHash(id, checked, await this.hasher.hash(password));
+    } catch (err) {
+      // Only an upgrade: the password was right, so the sign-in goes on (the next one tries again).
+      if (!(err instanceof ApiException)) throw err;
+    }
   }
 
   private decoy(): Promise<string> {

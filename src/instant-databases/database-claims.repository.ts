@@ -67,6 +67,14 @@ export class DatabaseClaimsRepository {
    * Records that the claim's attempt failed after its database was made: its code expires now
    * (never claimable, no longer live for the cap) and it stops counting against its address.
    */
+  /**
+   * Expires an unclaimed code at `now` without marking it failed: it stops holding a place under the
+   * cap on unclaimed codes and still counts against its client address.
+   */
+  async expire(id: string, now: Date): Promise<void> {
+    await this.repo.update({ id, claimedAt: IsNull() }, { expiresAt: now });
+  }
+
   async markFailed(id: string, now: Date): Promise<void> {
     await this.repo.update({ id, claimedAt: IsNull() }, { failedAt: now, expiresAt: now });
   }

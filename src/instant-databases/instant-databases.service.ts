@@ -57,20 +57,37 @@ export class InstantDatabasesService implements OnModuleInit {
   async provision(region: Region | undefined, clientAddress: string): Promise<ProvisionedDatabaseResponse> {
     const claimCode = randomToken(24);
     const claim = await this.admit(clientAddress, hashCode(claimCode));
-    const holder = await this.workspaces.holdingWorkspace();
     const name = `instant_${randomBytes(6).toString('hex')}`;
-    // The claim names its database from the moment the database exists (the link commits with the
-    // row): a database no claim names would be neither claimable nor dropped when the code expires.
-    const created = await this.databases.create(
-      holder,
-      { databaseName: name, region: region ?? CREATABLE_REGIONS[0] },
-      {
-        withinPlan: false,
-        alongside: (database) => this.claims.update(claim.id, { databaseId: database.id }),
-        // The request waits for the build: it goes before the builds no one waits for.
-        urgent: true,
-      },
-    );
+    let holder: WorkspaceEntity;
+    let created: DatabaseResponse;
+    try {
+      holder = await this.workspaces.holdingWorkspace();
+      // The claim names its database from the moment the database exists (the link commits with the
+      // row): a database no claim names would be neither claimable nor dropped when the code expires.
+      created = await this.databases.create(
+        holder,
+        { databaseName: name, region: region ?? CREATABLE_REGIONS[0] },
+        {
+          withinPlan: false,
+          alongside: (database) => this.claims.update(claim.id, { databaseId: database.id }),
+          // The request waits for the build: it goes before the builds no one waits for.
+          urgent: true,
+        },
+      );
+    } catch (err) {
+      // No database was made (a region full, the metadata database failing): the code, never shown,
+      // stops holding a place under the cap on unclaimed codes at once; the attempt still counts
+      // against its address.
+      await this.claims
+        .expire(claim.id, new Date())
+        .catch((expireErr: unknown) =>
+          this.logger.error(
+            { err: messageOf(expireErr) },
+            'a failed instant database attempt keeps its place until its code expires',
+          ),
+        );
+      throw err;
+    }
     let credential: CreateCredentialResponse;
     try {
       // Without a pooled database at hand, the lifecycle job create enqueued builds it, as for any

@@ -20,6 +20,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   working credential. Only those older than an hour, so a provision in flight on a replica of the
  *   previous release (its credential still pending) is never taken for one; the deletion is due now
  *   and the reconciler's pass finalizes it.
+ * - A code with no database at all, over an hour old: its create failed (a region full, the metadata
+ *   database failing) and the code was left live; it is expired (still counting against its address).
  */
 export class InstantDatabaseClaimLimits1795800000006 implements MigrationInterface {
   name = 'InstantDatabaseClaimLimits1795800000006';
@@ -48,6 +50,11 @@ export class InstantDatabaseClaimLimits1795800000006 implements MigrationInterfa
               FROM "databases" d
              WHERE d."id" = c."database_id" AND d."deleted" IS NOT NULL
                AND c."claimed_at" IS NULL AND c."expires_at" > d."deleted"
+        `);
+    await queryRunner.query(`
+            UPDATE "database_claims" SET "expires_at" = now()
+             WHERE "database_id" IS NULL AND "claimed_at" IS NULL AND "expires_at" > now()
+               AND "created" < now() - interval '1 hour'
         `);
   }
 

@@ -533,6 +533,33 @@ describe('instant database abuse limits and the operator switch', () => {
     }
   });
 
+  it('gives back the place under the cap of an attempt that made no database (a region full): room again once there is', async () => {
+    const t = await createIsolatedTestApp({
+      INSTANT_DATABASES_MAX_UNCLAIMED: '1',
+      INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '100',
+      INSTANT_DATABASES_PER_HOUR: '1000',
+      DATABASE_POOL_TARGET: '0',
+    });
+    try {
+      const provision = () => t.http.post('/databases/provision').send({ region: 'AWS_US_WEST_2' });
+      const capacity = await t.dataSource.query<{ id: string; max_databases: number }[]>(
+        "SELECT id, max_databases FROM data_plane_servers WHERE region = 'AWS_US_WEST_2'",
+      );
+      await t.dataSource.query("UPDATE data_plane_servers SET max_databases = 0 WHERE region = 'AWS_US_WEST_2'");
+      const full = await provision();
+      expect(full.status).toBe(503);
+      const [attempt] = await t.dataSource.query<{ database_id: string | null; live: boolean }[]>(
+        'SELECT database_id, expires_at > now() AS live FROM database_claims',
+      );
+      expect(attempt).toEqual({ database_id: null, live: false });
+      for (const { id, max_databases } of capacity)
+        await t.dataSource.query('UPDATE data_plane_servers SET max_databases = $2 WHERE id = $1', [id, max_databases]);
+      expect((await provision()).status).toBe(201);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('caps the unclaimed instant databases alive at once: 429 with Retry-After over it, room again once one is claimed or its code expires', async () => {
     // A metadata database of its own: the count is of every live unclaimed code, other specs' included.
     const t = await createIsolatedTestApp({
