@@ -120,6 +120,15 @@ function codeOf(err: unknown): string | undefined {
 }
 
 /**
+ * Whether PostgreSQL refused a session because the database's own CONNECTION LIMIT is reached
+ * (53300 "too many connections for database"), as opposed to the server's max_connections or a
+ * role's limit.
+ */
+export function isDatabaseFull(err: unknown): boolean {
+  return codeOf(err) === '53300' && /too many connections for database/i.test(err instanceof Error ? err.message : '');
+}
+
+/**
  * Whether an error means the server is not answering as it should (down, stalled, refusing,
  * overloaded, our timeouts), as opposed to a statement it refused on its merits.
  */
@@ -139,6 +148,12 @@ export function isUnavailability(err: unknown): boolean {
  */
 export class DataPlaneError extends Error {
   readonly code?: string;
+  /**
+   * The one database refused the session (its CONNECTION LIMIT reached: the tenant holds all of its
+   * sessions): `unavailable` for the caller (503, retry later), yet the server answered, so neither
+   * placement nor a sweep counts it as not answering.
+   */
+  readonly databaseFull: boolean;
 
   constructor(
     readonly region: Region,
@@ -149,6 +164,7 @@ export class DataPlaneError extends Error {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
     this.name = 'DataPlaneError';
     this.code = codeOf(cause);
+    this.databaseFull = isDatabaseFull(cause);
   }
 }
 
@@ -815,12 +831,12 @@ export class DataPlane implements OnApplicationShutdown {
 
   /**
    * A failed call as a DataPlaneError (`err` itself when it is one), noting whether the server
-   * answered: a refusal on the merits is an answer.
+   * answered: a refusal on the merits is an answer, and so is one database's full connection limit.
    */
   private failed(target: DataPlaneTarget, err: unknown): DataPlaneError {
     const failure =
       err instanceof DataPlaneError ? err : new DataPlaneError(target.region, target.id, isUnavailability(err), err);
-    if (failure.unavailable) this.answers.unanswered(target.id);
+    if (failure.unavailable && !failure.databaseFull) this.answers.unanswered(target.id);
     else this.answers.answered(target.id);
     return failure;
   }

@@ -24,9 +24,11 @@ export class UnansweringServers {
     return true;
   }
 
-  /** Notes the server when `err` says it did not answer. */
+  /** Notes the server when `err` says it did not answer (one full database does not say so). */
   note(serverId: string | null | undefined, err: unknown): void {
     if (!serverId || this.skipped.has(serverId) || !(err instanceof DataPlaneError) || !err.unavailable) return;
+    // One database at its connection limit is that database's tenant's doing, not the server's.
+    if (err.databaseFull) return;
     this.skipped.set(serverId, 0);
   }
 

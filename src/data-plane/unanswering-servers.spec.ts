@@ -1,0 +1,30 @@
+import { Logger } from '@nestjs/common';
+import { DataPlaneError, isDatabaseFull, isUnavailability } from './data-plane.service';
+import { UnansweringServers } from './unanswering-servers';
+
+/** PostgreSQL's errors as pg reports them: an Error with the SQLSTATE in `code`. */
+function pgError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+describe('one database at its connection limit is not its server failing to answer', () => {
+  const databaseFull = pgError('53300', 'too many connections for database "t_0123456789abcdef"');
+  const serverFull = pgError('53300', 'sorry, too many clients already');
+
+  it('tells a database at its own CONNECTION LIMIT from a server out of connections', () => {
+    expect(isDatabaseFull(databaseFull)).toBe(true);
+    expect(isDatabaseFull(serverFull)).toBe(false);
+    expect(isDatabaseFull(pgError('53300', 'too many connections for role "r"'))).toBe(false);
+    // Both are still unavailability for the caller: 503, retry later.
+    expect(isUnavailability(databaseFull)).toBe(true);
+    expect(isUnavailability(serverFull)).toBe(true);
+  });
+
+  it('lets a sweep go on with the server after one of its databases refused a session, and stop after the server did', () => {
+    const sweep = new UnansweringServers(new Logger('test'), 'credential work');
+    sweep.note('s1', new DataPlaneError('AWS_US_WEST_2', 's1', true, databaseFull));
+    expect(sweep.skip('s1')).toBe(false);
+    sweep.note('s1', new DataPlaneError('AWS_US_WEST_2', 's1', true, serverFull));
+    expect(sweep.skip('s1')).toBe(true);
+  });
+});
