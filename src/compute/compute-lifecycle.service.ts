@@ -2,12 +2,12 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { DataPlane } from '../data-plane/data-plane.service';
-import { UnansweringServers } from '../data-plane/unanswering-servers';
 import { serverOf } from '../databases/database-lifecycle.service';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import { DatabasesService } from '../databases/databases.service';
 import { deletionDueOf } from '../databases/deletion-due';
+import { sweepUsableDatabases } from '../databases/usable-databases-sweep';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
@@ -233,30 +233,25 @@ export class ComputeLifecycle implements OnModuleInit {
    * is left to that instance's job, which applies the whole envelope.
    */
   private async reassertEnvelopes(): Promise<void> {
-    const unanswering = new UnansweringServers(this.logger, 'connection-limit checks');
-    for (const serverId of await this.databases.serversWithUsable()) {
-      const usable = await this.databases.usableOnServer(serverId);
-      for (let from = 0; from < usable.length && !unanswering.skip(serverId); from += SWEEP_BATCH) {
-        const batch = usable.slice(from, from + SWEEP_BATCH);
-        try {
-          const found = await this.dataPlane.connectionLimits(
-            serverId,
-            batch.map((d) => d.physicalName),
-          );
-          const envelopes = await this.settledEnvelopes(batch.map((d) => d.id));
-          for (const database of batch) {
-            const limit = found.get(database.physicalName);
-            const envelope = envelopes.get(database.id);
-            if (limit === undefined || envelope === undefined || limit === envelope) continue;
-            await this.restoreEnvelope(serverId, database, limit);
-          }
-        } catch (err) {
-          unanswering.note(serverId, err);
-          this.logger.error({ serverId, err: messageOf(err) }, 'could not check connection limits; will retry');
+    await sweepUsableDatabases(
+      this.databases,
+      this.logger,
+      'connection-limit checks',
+      SWEEP_BATCH,
+      async (serverId, batch) => {
+        const found = await this.dataPlane.connectionLimits(
+          serverId,
+          batch.map((d) => d.physicalName),
+        );
+        const envelopes = await this.settledEnvelopes(batch.map((d) => d.id));
+        for (const database of batch) {
+          const limit = found.get(database.physicalName);
+          const envelope = envelopes.get(database.id);
+          if (limit === undefined || envelope === undefined || limit === envelope) continue;
+          await this.restoreEnvelope(serverId, database, limit);
         }
-      }
-    }
-    unanswering.report();
+      },
+    );
   }
 
   /** Sets the database's envelope, read again with its envelope's lock held (see reassertEnvelopes). */

@@ -9,6 +9,7 @@ import { DatabaseFinalizers } from './database-finalizers';
 import { type DatabasePlacement, provisionJobId } from './database-jobs';
 import { DatabasesRepository } from './databases.repository';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
+import { sweepUsableDatabases } from './usable-databases-sweep';
 import { WarmPool } from './warm-pool.service';
 import { messageOf } from '../common/errors/message-of';
 
@@ -234,29 +235,24 @@ export class DatabaseLifecycle implements OnModuleInit {
    * Per server one catalog read; a server that does not answer waits for the next pass.
    */
   private async holdEarlierDatabases(): Promise<void> {
-    const unanswering = new UnansweringServers(this.logger, 'database ownership checks');
-    for (const serverId of await this.databases.serversWithUsable()) {
-      const usable = await this.databases.usableOnServer(serverId);
-      for (let from = 0; from < usable.length && !unanswering.skip(serverId); from += SWEEP_BATCH) {
-        const batch = usable.slice(from, from + SWEEP_BATCH);
-        try {
-          const earlier = await this.dataPlane.databasesNotHeld(
-            serverId,
-            batch.map((d) => d.physical_name),
-          );
-          for (const physicalName of earlier) {
-            await this.dataPlane.exclusively(serverId, lockKey({ physicalName }), async () => {
-              await this.dataPlane.holdDatabase(serverId, physicalName);
-              this.logger.log({ serverId, physicalName }, 'database given to the holder role');
-            });
-          }
-        } catch (err) {
-          unanswering.note(serverId, err);
-          this.logger.error({ serverId, err: messageOf(err) }, 'could not check database ownership; will retry');
+    await sweepUsableDatabases(
+      this.databases,
+      this.logger,
+      'database ownership checks',
+      SWEEP_BATCH,
+      async (serverId, batch) => {
+        const earlier = await this.dataPlane.databasesNotHeld(
+          serverId,
+          batch.map((d) => d.physical_name),
+        );
+        for (const physicalName of earlier) {
+          await this.dataPlane.exclusively(serverId, lockKey({ physicalName }), async () => {
+            await this.dataPlane.holdDatabase(serverId, physicalName);
+            this.logger.log({ serverId, physicalName }, 'database given to the holder role');
+          });
         }
-      }
-    }
-    unanswering.report();
+      },
+    );
   }
 
   /**
