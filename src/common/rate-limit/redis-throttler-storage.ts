@@ -2,6 +2,7 @@ import { Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/commo
 import { ThrottlerStorageService, type ThrottlerStorage } from '@nestjs/throttler';
 import type { ThrottlerStorageRecord } from '@nestjs/throttler/dist/throttler-storage-record.interface';
 import type Redis from 'ioredis';
+import { messageOf } from '../errors/message-of';
 import { closeRedis, openRedis } from '../redis/redis-connection';
 import { AppConfig } from '../../config/app-config';
 
@@ -51,17 +52,14 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
       const [hits, remainingMs] = (await this.redis.eval(
         HIT,
         1,
-        `${this.prefix}${throttlerName}:${key}`,
+        this.redisKey(key, throttlerName),
         String(Math.max(ttl, blockDuration)),
       )) as [number, number];
       const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
       const isBlocked = hits > limit;
       return { totalHits: hits, timeToExpire: seconds, isBlocked, timeToBlockExpire: isBlocked ? seconds : 0 };
     } catch (err) {
-      this.logger.warn(
-        { err: err instanceof Error ? err.message : String(err) },
-        'rate limit counted in this process only: Redis did not answer',
-      );
+      this.logger.warn({ err: messageOf(err) }, 'rate limit counted in this process only: Redis did not answer');
       return this.fallback.increment(key, ttl, limit, blockDuration, throttlerName);
     }
   }
@@ -72,13 +70,15 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
    */
   async reset(key: string, throttlerName: string): Promise<void> {
     try {
-      await this.redis.del(`${this.prefix}${throttlerName}:${key}`);
+      await this.redis.del(this.redisKey(key, throttlerName));
     } catch (err) {
-      this.logger.warn(
-        { err: err instanceof Error ? err.message : String(err) },
-        'rate limit not reset: Redis did not answer',
-      );
+      this.logger.warn({ err: messageOf(err) }, 'rate limit not reset: Redis did not answer');
     }
+  }
+
+  /** Where one limit's count lives: under the deployment's prefix, per limit (throttler) and key. */
+  private redisKey(key: string, throttlerName: string): string {
+    return `${this.prefix}${throttlerName}:${key}`;
   }
 
   async onApplicationShutdown(): Promise<void> {
