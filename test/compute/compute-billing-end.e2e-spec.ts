@@ -34,9 +34,7 @@ describe('compute billing ends with the recorded deletion, whatever the data pla
   let workspace: { id: string; slug: string };
 
   beforeAll(async () => {
-    const second = new URL(secondDataPlaneUrl());
-    link = await TcpRelay.to({ host: second.hostname, port: Number(second.port || 5432) });
-    await link.up();
+    link = await TcpRelay.inFrontOf(secondDataPlaneUrl());
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       DATABASE_DELETION_GRACE_SECONDS: '3600',

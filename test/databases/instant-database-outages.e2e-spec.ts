@@ -14,9 +14,7 @@ describe('instant databases when the data plane fails a provision', () => {
   let link: TcpRelay;
 
   beforeAll(async () => {
-    const dataPlane = new URL(process.env.DATA_PLANE_URL!);
-    link = await TcpRelay.to({ host: dataPlane.hostname, port: Number(dataPlane.port || 5432) });
-    await link.up();
+    link = await TcpRelay.inFrontOf(process.env.DATA_PLANE_URL!);
     t = await createIsolatedTestApp({
       DATA_PLANE_URL: link.through(process.env.DATA_PLANE_URL!),
       DATA_PLANE_CONNECT_TIMEOUT_MS: '1000',
@@ -97,9 +95,7 @@ describe('instant databases when the data plane is slow to build one', () => {
   let link: TcpRelay;
 
   beforeAll(async () => {
-    const dataPlane = new URL(process.env.DATA_PLANE_URL!);
-    link = await TcpRelay.to({ host: dataPlane.hostname, port: Number(dataPlane.port || 5432) });
-    await link.up();
+    link = await TcpRelay.inFrontOf(process.env.DATA_PLANE_URL!);
     t = await createIsolatedTestApp({
       DATA_PLANE_URL: link.through(process.env.DATA_PLANE_URL!),
       DATA_PLANE_CONNECT_TIMEOUT_MS: '1000',

@@ -9,14 +9,6 @@ import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } 
 const REGION = 'AWS_US_WEST_2';
 const SECOND_URL = secondDataPlaneUrl;
 
-/** The second data-plane cluster behind a relay that can stall (connects then wait out their timeout). */
-async function relayToSecond(): Promise<TcpRelay> {
-  const second = new URL(SECOND_URL());
-  const link = await TcpRelay.to({ host: second.hostname, port: Number(second.port || 5432) });
-  await link.up();
-  return link;
-}
-
 describe('placement while the emptier server of a region does not answer', () => {
   let t: TestApp & { metadataUrl: string };
   let link: TcpRelay;
@@ -39,7 +31,7 @@ describe('placement while the emptier server of a region does not answer', () =>
   };
 
   beforeAll(async () => {
-    link = await relayToSecond();
+    link = await TcpRelay.inFrontOf(SECOND_URL());
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '1',
       DATABASE_DELETION_GRACE_SECONDS: '3600',
@@ -109,7 +101,7 @@ describe('a sharded create while one server of the region does not answer', () =
   let stalled: string;
 
   beforeAll(async () => {
-    link = await relayToSecond();
+    link = await TcpRelay.inFrontOf(SECOND_URL());
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       WORKERS: 'off',

@@ -66,9 +66,7 @@ describe('the reconciler while one data-plane server of the fleet does not answe
   const path = (name = '') => `/workspaces/${workspace.slug}/databases${name ? `/${name}` : ''}`;
 
   beforeAll(async () => {
-    const second = new URL(SECOND_URL());
-    link = await TcpRelay.to({ host: second.hostname, port: Number(second.port || 5432) });
-    await link.up();
+    link = await TcpRelay.inFrontOf(SECOND_URL());
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       DATABASE_DELETION_GRACE_SECONDS: '3600',

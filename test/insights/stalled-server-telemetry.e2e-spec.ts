@@ -63,9 +63,7 @@ describe('telemetry while one data-plane server does not answer', () => {
     );
 
   beforeAll(async () => {
-    const second = new URL(SECOND_URL());
-    link = await TcpRelay.to({ host: second.hostname, port: Number(second.port || 5432) });
-    await link.up();
+    link = await TcpRelay.inFrontOf(SECOND_URL());
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       DATA_PLANE_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),

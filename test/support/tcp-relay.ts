@@ -30,6 +30,14 @@ export class TcpRelay {
     return new TcpRelay(await freePort(), target);
   }
 
+  /** A relay, already up, to the server a URL names (a PostgreSQL cluster's, port 5432 unless given). */
+  static async inFrontOf(url: string): Promise<TcpRelay> {
+    const { hostname, port } = new URL(url);
+    const relay = await TcpRelay.to({ host: hostname, port: Number(port || 5432) });
+    await relay.up();
+    return relay;
+  }
+
   /** `url` with its host and port replaced by the relay's. */
   through(url: string): string {
     const relayed = new URL(url);
