@@ -20,6 +20,12 @@ async function invite(t: TestApp, email: string) {
   return { ws, code, proof, inviteId: inv.id as string };
 }
 
+/** Makes `email` an account: it joins a workspace through an e-mailed invite, choosing `password`. */
+async function joinWithNewAccount(t: TestApp, email: string, password: string): Promise<void> {
+  const { code, proof } = await invite(t, email);
+  await t.http.post('/invites/join').type('form').send({ code, proof, password }).expect(200);
+}
+
 describe('the join page behind the e-mailed link', () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -88,12 +94,7 @@ describe('the join page behind the e-mailed link', () => {
 
   it('asks a person with an account for their password and refuses a wrong one', async () => {
     const email = uniqueEmail('known');
-    const first = await invite(t, email);
-    await t.http
-      .post('/invites/join')
-      .type('form')
-      .send({ code: first.code, proof: first.proof, password: 'first password here' })
-      .expect(200);
+    await joinWithNewAccount(t, email, 'first password here');
     // Signing in needs the e-mailed link (its proof) too: with the bare code the page would tell
     // whoever holds it that the address has an account (join-page-bare-code.e2e-spec).
     const { ws, code, proof } = await invite(t, email);
@@ -179,12 +180,7 @@ describe("the join page's sign-in counts against the account's password attempts
 
   it("refuses the account's sign-in once its attempts are spent, there as on the login form", async () => {
     const email = uniqueEmail('guessed');
-    const first = await invite(t, email);
-    await t.http
-      .post('/invites/join')
-      .type('form')
-      .send({ code: first.code, proof: first.proof, password: 'first password here' })
-      .expect(200);
+    await joinWithNewAccount(t, email, 'first password here');
     const { ws, code, proof, inviteId } = await invite(t, email);
     const join = (password: string) => t.http.post('/invites/join').type('form').send({ code, proof, password });
     await join('guess one').expect(401);
