@@ -149,11 +149,11 @@ export function isUnavailability(err: unknown): boolean {
 export class DataPlaneError extends Error {
   readonly code?: string;
   /**
-   * The one database refused the session (its CONNECTION LIMIT reached: the tenant holds all of its
-   * sessions): `unavailable` for the caller (503, retry later), yet the server answered, so neither
-   * placement nor a sweep counts it as not answering.
+   * Whether the server itself did not answer, which placement and the sweeps go by. Not when only
+   * the one database refused the session (its CONNECTION LIMIT reached: the tenant holds all of its
+   * sessions): that is `unavailable` for the caller (503, retry later), yet the server answered.
    */
-  readonly databaseFull: boolean;
+  readonly serverUnanswered: boolean;
 
   constructor(
     readonly region: Region,
@@ -164,7 +164,7 @@ export class DataPlaneError extends Error {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
     this.name = 'DataPlaneError';
     this.code = codeOf(cause);
-    this.databaseFull = isDatabaseFull(cause);
+    this.serverUnanswered = unavailable && !isDatabaseFull(cause);
   }
 }
 
@@ -836,7 +836,7 @@ export class DataPlane implements OnApplicationShutdown {
   private failed(target: DataPlaneTarget, err: unknown): DataPlaneError {
     const failure =
       err instanceof DataPlaneError ? err : new DataPlaneError(target.region, target.id, isUnavailability(err), err);
-    if (failure.unavailable && !failure.databaseFull) this.answers.unanswered(target.id);
+    if (failure.serverUnanswered) this.answers.unanswered(target.id);
     else this.answers.answered(target.id);
     return failure;
   }

@@ -26,9 +26,7 @@ export class UnansweringServers {
 
   /** Notes the server when `err` says it did not answer (one full database does not say so). */
   note(serverId: string | null | undefined, err: unknown): void {
-    if (!serverId || this.skipped.has(serverId) || !(err instanceof DataPlaneError) || !err.unavailable) return;
-    // One database at its connection limit is that database's tenant's doing, not the server's.
-    if (err.databaseFull) return;
+    if (!serverId || this.skipped.has(serverId) || !(err instanceof DataPlaneError) || !err.serverUnanswered) return;
     this.skipped.set(serverId, 0);
   }
 
