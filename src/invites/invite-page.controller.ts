@@ -1,10 +1,11 @@
-import { Body, Controller, Get, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Post, Query, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AuthAttemptsGuard } from '../auth/oauth/auth-attempts.guard';
 import { Public } from '../auth/public.decorator';
 import { ApiException } from '../common/errors/api-exception';
-import { escapeHtml, htmlPage, pageCsp } from '../common/http/html';
+import { escapeHtml, htmlPage, sendPage } from '../common/http/html';
+import { PageErrorsFilter } from '../common/http/page-errors.filter';
 import { DevelopersService } from '../developers/developers.service';
 import { JoinFormDto } from './dto/join-form.dto';
 import { InvitesService } from './invites.service';
@@ -15,10 +16,11 @@ import { InvitesService } from './invites.service';
  * Both the page and the form need the link's proof of having received the e-mail, not just the code:
  * a programmatic invite gives the code to the inviter, who must neither claim the address nor learn
  * whether it has an account (nor guess its password here). Without the proof every code that can be
- * used gets the same 403 page, before any account is looked up.
+ * used gets the same 403 page, before any account is looked up. Its errors are pages too.
  */
 @ApiExcludeController()
 @Public()
+@UseFilters(PageErrorsFilter)
 @Controller('invites')
 export class InvitePageController {
   constructor(
@@ -37,11 +39,11 @@ export class InvitePageController {
       // Without the e-mailed proof the answer is the same whether or not the address has an account
       // (which is not even looked up): the holder of a bare code may be the inviter.
       if (!this.invites.hasEmailProof(String(code), typeof proof === 'string' ? proof : undefined)) {
-        return this.render(res, 403, this.openTheEmail(invite.email));
+        return sendPage(res, 403, this.openTheEmail(invite.email));
       }
       const hasAccount = !!(await this.developers.findActiveByEmail(invite.email));
       const form = this.form(invite.workspace!.name, invite.email, String(code), hasAccount, undefined, proof);
-      this.render(res, 200, form);
+      sendPage(res, 200, form);
     } catch (err) {
       this.renderError(res, err);
     }
@@ -64,7 +66,7 @@ export class InvitePageController {
     // As on the page: without the proof, one answer whatever the address, and no password is checked
     // (the form would otherwise be a password-guessing form for the invitee's account).
     if (!this.invites.hasEmailProof(body.code, body.proof)) {
-      return this.render(res, 403, this.openTheEmail(invite.email));
+      return sendPage(res, 403, this.openTheEmail(invite.email));
     }
     const workspaceName = invite.workspace!.name;
     const existing = await this.developers.findActiveByEmail(invite.email);
@@ -73,7 +75,7 @@ export class InvitePageController {
       if (existing) {
         const developer = await this.developers.authenticate(invite.email, body.password);
         if (!developer) {
-          return this.render(
+          return sendPage(
             res,
             401,
             this.form(workspaceName, invite.email, body.code, true, 'Wrong password.', body.proof),
@@ -84,7 +86,7 @@ export class InvitePageController {
         joined = await this.invites.acceptAsNewDeveloper(body.code, body.password);
       }
       const { developer, workspace } = joined;
-      this.render(
+      sendPage(
         res,
         200,
         htmlPage(
@@ -95,7 +97,7 @@ export class InvitePageController {
     } catch (err) {
       if (!(err instanceof ApiException)) throw err;
       res.set(err.headers); // Retry-After of a limit, say
-      this.render(
+      sendPage(
         res,
         err.getStatus(),
         this.form(workspaceName, invite.email, body.code, !!existing, err.body.message, body.proof),
@@ -138,19 +140,10 @@ ${proof ? `<input type="hidden" name="proof" value="${escapeHtml(proof)}">` : ''
 
   private renderError(res: Response, err: unknown): void {
     if (!(err instanceof ApiException)) throw err;
-    this.render(
+    sendPage(
       res,
       err.getStatus(),
       htmlPage('This invite cannot be used', `<p class="error" role="alert">${escapeHtml(err.body.message)}</p>`),
     );
-  }
-
-  private render(res: Response, status: number, html: string): void {
-    res
-      .status(status)
-      .type('html')
-      .setHeader('Cache-Control', 'no-store')
-      .setHeader('Content-Security-Policy', pageCsp(res.req.secure))
-      .send(html);
   }
 }

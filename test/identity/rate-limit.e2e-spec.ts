@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { expectRefusalPage } from '../support/html-page';
 import { createTestApp, TestApp } from '../support/test-app';
 import {
   GENEROUS_LIMIT,
@@ -12,17 +13,20 @@ import {
 
 const LIMIT = 3;
 
-function expectThrottled(
-  res: { status: number; body: Record<string, unknown>; headers: Record<string, string> },
-  windowSeconds = 60,
-) {
+function expectThrottled(res: { status: number; body: Record<string, unknown>; headers: Record<string, string> }) {
   expect(res.status).toBe(429);
   expect(res.body).toEqual({ errorCode: 'threshold_exceeded', message: expect.any(String), statusCode: 429 });
   const retryAfter = Number(res.headers['retry-after']);
   expect(Number.isInteger(retryAfter)).toBe(true);
   expect(retryAfter).toBeGreaterThan(0);
-  expect(retryAfter).toBeLessThanOrEqual(windowSeconds);
+  expect(retryAfter).toBeLessThanOrEqual(60);
 }
+
+/** The login form's refusals are pages for the person at the browser (the token endpoint's are JSON). */
+const expectAddressThrottledPage = (res: Parameters<typeof expectRefusalPage>[0]) =>
+  expectRefusalPage(res, 429, 'Too many attempts; retry in', { retryAfterAtMost: 60 });
+const expectAccountThrottledPage = (res: Parameters<typeof expectRefusalPage>[0]) =>
+  expectRefusalPage(res, 429, 'Too many sign-in attempts for this account', { withForm: true, retryAfterAtMost: 3600 });
 
 describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
   let t: TestApp;
@@ -66,7 +70,7 @@ describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
       const res = await submitLogin(t.http, params, human.email, `wrong-${i}`);
       expect(res.status).toBe(401);
     }
-    expectThrottled(await submitLogin(t.http, params, human.email, human.password));
+    expectAddressThrottledPage(await submitLogin(t.http, params, human.email, human.password));
     // Showing the form is not an attempt.
     await t.http.get('/authorize').query(params).expect(200);
   });
@@ -79,7 +83,7 @@ describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
         .set('X-Forwarded-For', address)
         .set('Authorization', `Basic ${Buffer.from(`${randomUUID()}:x`).toString('base64')}`);
     for (let i = 0; i < LIMIT; i++) expect((await attempt(`wrong-${i}`)).status).toBe(401);
-    expectThrottled(await attempt(human.password));
+    expectAddressThrottledPage(await attempt(human.password));
   });
 
   it('counts an IPv6 client by its /64 network, which one host can fill with addresses', async () => {
@@ -87,7 +91,7 @@ describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
     const from = (address: string, password: string) =>
       submitLogin(t.http, params, human.email, password).set('X-Forwarded-For', address);
     for (let i = 0; i < LIMIT; i++) expect((await from(`2001:db8:7:9::${i + 1}`, `wrong-${i}`)).status).toBe(401);
-    expectThrottled(await from('2001:db8:7:9:ffff::1', human.password));
+    expectAddressThrottledPage(await from('2001:db8:7:9:ffff::1', human.password));
     // Another /64 has a budget of its own.
     expect((await from('2001:db8:7:a::1', human.password)).status).toBe(302);
   });
@@ -136,9 +140,12 @@ describe('password attempts per account, from any address (RATE_LIMIT_LOGIN_PER_
   it("refuses an account's further attempts, even with the right password, once its budget is spent from many addresses", async () => {
     const human = await createHuman(t.app, 'many-addresses');
     for (let i = 0; i < LIMIT; i++) expect((await attempt(human.email, `wrong-${i}`)).status).toBe(401);
-    expectThrottled(await attempt(human.email, human.password), 3600);
+    const refused = await attempt(human.email, human.password);
+    expectAccountThrottledPage(refused);
+    // The form again, with the e-mail as entered, to sign in once the wait is over.
+    expect(refused.text).toContain(`value="${human.email}"`);
     // Written another way, the e-mail is the same account.
-    expectThrottled(await attempt(` ${human.email.toUpperCase()} `, human.password), 3600);
+    expectAccountThrottledPage(await attempt(` ${human.email.toUpperCase()} `, human.password));
     // Other accounts are not affected.
     const other = await createHuman(t.app, 'bystander');
     expect((await attempt(other.email, other.password)).status).toBe(302);
@@ -147,7 +154,7 @@ describe('password attempts per account, from any address (RATE_LIMIT_LOGIN_PER_
   it('answers an e-mail without an account the same way, so the limit tells nothing about who has one', async () => {
     const nobody = `nobody-${randomUUID()}@example.com`;
     for (let i = 0; i < LIMIT; i++) expect((await attempt(nobody, `wrong-${i}`)).status).toBe(401);
-    expectThrottled(await attempt(nobody, 'anything'), 3600);
+    expectAccountThrottledPage(await attempt(nobody, 'anything'));
   });
 
   it('starts the count again after a right password', async () => {

@@ -1,4 +1,5 @@
 import { InvitesService } from '../../src/invites/invites.service';
+import { expectRefusalPage } from '../support/html-page';
 import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
 
@@ -126,6 +127,11 @@ describe('the join page behind the e-mailed link', () => {
       .expect(200);
     const used = await t.http.get('/invites/accept').query({ code }).expect(400);
     expect(used.text).toContain('already been used');
+  });
+
+  it('answers a form it cannot read with a page saying what is wrong, not with JSON', async () => {
+    const res = await t.http.post('/invites/join').type('form').send({ password: 'a long enough password' });
+    expectRefusalPage(res, 400, 'code must be a string');
   });
 
   it('never creates an account from a bare code: only the e-mailed link (with its proof) can', async () => {

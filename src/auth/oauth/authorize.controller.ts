@@ -1,20 +1,23 @@
-import { Body, Controller, Get, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Post, Query, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
+import { ApiException } from '../../common/errors/api-exception';
+import { sendPage } from '../../common/http/html';
+import { PageErrorsFilter } from '../../common/http/page-errors.filter';
 import { DevelopersService } from '../../developers/developers.service';
 import { Public } from '../public.decorator';
 import { AuthAttemptsGuard } from './auth-attempts.guard';
 import { AuthorizationCodesService } from './authorization-codes.service';
 import { AuthorizationRequestsService, ValidAuthorizationRequest } from './authorization-requests.service';
-import { pageCsp } from '../../common/http/html';
 import { renderErrorPage, renderLoginPage } from './login-page';
 
 /**
  * The authorization endpoint (RFC 6749 §4.1 with PKCE): a login page for people, redirecting back
- * to the client with a code. A browser page, not part of the JSON API.
+ * to the client with a code. A browser page, not part of the JSON API: its errors are pages too.
  */
 @ApiExcludeController()
 @Public()
+@UseFilters(PageErrorsFilter)
 @Controller('authorize')
 export class AuthorizeController {
   constructor(
@@ -24,34 +27,43 @@ export class AuthorizeController {
   ) {}
 
   @Get()
-  async show(@Query() query: Record<string, unknown>, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async show(@Query() query: Record<string, unknown>, @Res() res: Response): Promise<void> {
     const check = await this.requests.check(query);
     switch (check.outcome) {
       case 'error-page':
-        return sendPage(req, res, 400, renderErrorPage(check.message));
+        return sendPage(res, 400, renderErrorPage(check.message));
       case 'error-redirect':
         return redirect(res, check.location);
       case 'valid':
-        return sendPage(req, res, 200, this.loginPage(check.request));
+        return sendPage(res, 200, this.loginPage(check.request));
     }
   }
 
   @Post()
   @UseGuards(AuthAttemptsGuard)
-  async submit(@Body() body: Record<string, unknown>, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async submit(@Body() body: Record<string, unknown>, @Res() res: Response): Promise<void> {
     const form = body ?? {};
     const check = await this.requests.check(form);
-    if (check.outcome === 'error-page') return sendPage(req, res, 400, renderErrorPage(check.message));
+    if (check.outcome === 'error-page') return sendPage(res, 400, renderErrorPage(check.message));
     if (check.outcome === 'error-redirect') return redirect(res, check.location);
     const { request } = check;
     const email = typeof form.email === 'string' ? form.email.trim() : '';
     const password = typeof form.password === 'string' ? form.password : '';
     if (!email || !password) {
-      return sendPage(req, res, 400, this.loginPage(request, email, 'Enter your e-mail and your password.'));
+      return sendPage(res, 400, this.loginPage(request, email, 'Enter your e-mail and your password.'));
     }
-    const developer = await this.developers.authenticate(email, password);
+    let developer;
+    try {
+      developer = await this.developers.authenticate(email, password);
+    } catch (err) {
+      // The account's attempts spent (429), too many sign-ins being checked (503): the form again,
+      // saying when to retry.
+      if (!(err instanceof ApiException)) throw err;
+      res.set(err.headers);
+      return sendPage(res, err.getStatus(), this.loginPage(request, email, err.body.message));
+    }
     if (!developer) {
-      return sendPage(req, res, 401, this.loginPage(request, email, 'The e-mail or the password is not right.'));
+      return sendPage(res, 401, this.loginPage(request, email, 'The e-mail or the password is not right.'));
     }
     const code = await this.codes.issue({
       clientId: request.client.clientId,
@@ -66,18 +78,6 @@ export class AuthorizeController {
   private loginPage(request: ValidAuthorizationRequest, email?: string, error?: string): string {
     return renderLoginPage({ clientName: request.client.name, parameters: request.parameters, email, error });
   }
-}
-
-function sendPage(req: Request, res: Response, status: number, html: string): void {
-  res
-    .status(status)
-    .set({
-      'Content-Type': 'text/html; charset=utf-8',
-      'Cache-Control': 'no-store',
-      'Content-Security-Policy': pageCsp(req.secure),
-      'X-Frame-Options': 'DENY',
-    })
-    .send(html);
 }
 
 function redirect(res: Response, location: string): void {

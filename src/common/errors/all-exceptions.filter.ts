@@ -43,6 +43,11 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     if (res.headersSent) return;
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    this.send(res, body);
+  }
+
+  /** Writes the answer's body (its headers are set): JSON for the API, a page for a browser form. */
+  protected send(res: Response, body: ErrorBody): void {
     res.status(body.statusCode).json(body);
   }
 

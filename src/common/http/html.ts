@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Response } from 'express';
 
 /** Escapes text for HTML element content and double-quoted attribute values. */
 export function escapeHtml(text: string): string {
@@ -51,4 +52,17 @@ ${body}
 </body>
 </html>
 `;
+}
+
+/** Sends one of the service's pages with its headers: never cached, never framed, CSP as above. */
+export function sendPage(res: Response, status: number, html: string): void {
+  res
+    .status(status)
+    .set({
+      'Content-Type': 'text/html; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'Content-Security-Policy': pageCsp(res.req.secure),
+      'X-Frame-Options': 'DENY',
+    })
+    .send(html);
 }
