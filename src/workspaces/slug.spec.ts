@@ -11,6 +11,10 @@ describe('slugify', () => {
     ['under_score-dash', 'under_score-dash'],
     ['../../etc/passwd', 'etc-passwd'],
     ['Ünïcödé', 'n-c-d'],
+    // Non-ASCII letters whose lower case is ASCII (dotted capital I, the Kelvin sign) are still
+    // non-ASCII characters of the name: hyphens, not letters.
+    ['İzmir', 'zmir'],
+    ['\u212A2 lab', '2-lab'],
   ])('turns %j into %j', (name, slug) => {
     expect(slugify(name)).toBe(slug);
   });
@@ -21,6 +25,7 @@ describe('slugify', () => {
     expect(slugify('_')).toBe('');
     expect(slugify('-_-')).toBe('');
     expect(slugify('東京_')).toBe('');
+    expect(slugify('\u212A')).toBe('');
   });
 
   it('only ever yields URL-path-safe ASCII', () => {
