@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { AuthenticationReads } from '../auth/authentication-reads';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
@@ -62,6 +62,8 @@ export class CredentialsController {
 
   @Post('rotate')
   @HttpCode(200)
+  @ApiConsumes('application/json', '*/*')
+  @ApiBody({ type: RotateCredentialsDto, required: false })
   @ApiOperation({
     operationId: 'rotateCredential',
     summary: 'Rotate the credentials of a database',

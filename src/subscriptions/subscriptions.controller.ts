@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiConsumes, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
 import { ApiErrors } from '../common/http/api-errors.decorator';
@@ -48,6 +48,7 @@ export class SubscriptionsController {
 
   @Post()
   @HttpCode(201)
+  @ApiConsumes('application/json', '*/*')
   @ApiOperation({
     operationId: 'start',
     summary: 'Start a subscription row',
@@ -64,6 +65,7 @@ export class SubscriptionsController {
   }
 
   @Put()
+  @ApiConsumes('application/json', '*/*')
   @ApiOperation({
     operationId: 'change',
     summary: 'Change level (effective now or at timestamp)',

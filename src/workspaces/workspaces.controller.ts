@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
 import { ApiErrors } from '../common/http/api-errors.decorator';
@@ -19,6 +19,7 @@ export class WorkspacesController {
 
   @Post()
   @HttpCode(201)
+  @ApiConsumes('application/json', '*/*')
   @ApiOperation({ operationId: 'createWorkspace', summary: 'Create a workspace; the caller becomes its first member' })
   @ApiErrors(400, 401, 403, 409)
   async create(

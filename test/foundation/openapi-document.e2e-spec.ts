@@ -32,6 +32,18 @@ function revisionOf(document: OpenAPIObject): string {
 
 /** Operations that take no request body by design (the published API declares none). */
 const NO_BODY = new Set(['POST /workspaces/{workspaceSlug}/databases/{databaseName}/credentials']);
+/**
+ * The published document's request bodies declared `*∕*` (the app reads them as JSON whatever their
+ * Content-Type, json-body-of-any-type.e2e-spec), with whether it requires one.
+ */
+const PUBLISHED_ANY_TYPE_BODIES: Record<string, { required: boolean }> = {
+  'POST /workspaces': { required: true },
+  'POST /workspaces/{workspaceSlug}/databases/{databaseName}/credentials/rotate': { required: false },
+  'POST /workspaces/{workspaceSlug}/databases/{databaseName}/compute': { required: true },
+  'PUT /workspaces/{workspaceSlug}/databases/{databaseName}/compute/{instanceId}': { required: true },
+  'POST /workspaces/{workspaceSlug}/subscription': { required: true },
+  'PUT /workspaces/{workspaceSlug}/subscription': { required: true },
+};
 /** Operations that cannot fail but with a 500 (static documents, the liveness probe). */
 const NO_ERRORS = new Set([
   'GET /.well-known/oauth-authorization-server',
@@ -98,6 +110,25 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
         .filter(([, op]) => !op.requestBody)
         .map(([name]) => name);
       expect(missing).toEqual([]);
+    });
+
+    it('declares the bodies published as */* with */* beside JSON, required as published', () => {
+      const declared = Object.fromEntries(
+        operations(document)
+          .filter(([name]) => name in PUBLISHED_ANY_TYPE_BODIES)
+          .map(([name, op]) => {
+            const body = op.requestBody as { content?: Record<string, unknown>; required?: boolean } | undefined;
+            return [name, { types: Object.keys(body?.content ?? {}).sort(), required: body?.required === true }];
+          }),
+      );
+      expect(declared).toEqual(
+        Object.fromEntries(
+          Object.entries(PUBLISHED_ANY_TYPE_BODIES).map(([name, { required }]) => [
+            name,
+            { types: ['*/*', 'application/json'], required },
+          ]),
+        ),
+      );
     });
 
     // Success types come from the CLI plugin (return types), which `nest build` runs and Jest's
