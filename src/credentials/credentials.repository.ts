@@ -178,8 +178,19 @@ export class CredentialsRepository {
     return row;
   }
 
-  async setRotationExpiry(id: string, expiresAt: Date, rotationId: string): Promise<void> {
-    await this.repo.update({ id }, { expiresAt, expiredByRotationId: rotationId });
+  /**
+   * Sets a rotation's expiry on a previous credential unless it is dropped or already expires no
+   * later, as committed now: a delete (or a rotation) that recorded an earlier expiry after the
+   * rotation read the credentials wins. Whether it was set.
+   */
+  async setRotationExpiry(id: string, expiresAt: Date, rotationId: string): Promise<boolean> {
+    const result = await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ expiresAt, expiredByRotationId: rotationId })
+      .where('id = :id AND dropped IS NULL AND (expires_at IS NULL OR expires_at > :expiresAt)', { id, expiresAt })
+      .execute();
+    return result.affected === 1;
   }
 
   /**

@@ -232,14 +232,16 @@ export class CredentialsService implements OnModuleInit {
           oldExpireAt: expireAt,
           requestedBy: callerId,
         });
-        // Those already past their expiry stay past it; every other one works until its new expiry.
+        // Those expiring no later stay so (decided on the rows as committed: a delete may have
+        // recorded its wish since they were read); every other one works until its new expiry.
+        const rescheduled: CredentialEntity[] = [];
         for (const old of previous) {
-          if (old.expiresAt && old.expiresAt.getTime() <= expireAt.getTime()) continue;
+          if (!(await this.credentials.setRotationExpiry(old.id, expireAt, rotation.id))) continue;
           old.expiresAt = expireAt;
           old.expiredByRotationId = rotation.id;
-          await this.credentials.setRotationExpiry(old.id, expireAt, rotation.id);
+          rescheduled.push(old);
         }
-        return previous;
+        return rescheduled;
       },
     });
     for (const old of issued.extra ?? []) await this.scheduleExpiry(issued.database, old);

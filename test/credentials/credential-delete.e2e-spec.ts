@@ -1,5 +1,5 @@
 import { DataPlane, DataPlaneError } from '../../src/data-plane/data-plane.service';
-import { withFailingRows } from '../support/slow-rows';
+import { untilAsleep, withFailingRows, withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, reconcile, TestApp } from '../support/test-app';
 import {
   Auth,
@@ -146,6 +146,52 @@ describe('deleting a credential', () => {
     const done = await row(old.id);
     expect(new Date(done.expires_at!).getTime()).toBe(earlier.getTime());
     expect(done.dropped).not.toBeNull();
+  });
+
+  it('is never pushed back by a rotation that read the credential before the delete recorded its wish', async () => {
+    const deleted = await issue();
+    const dataPlane = t.app.get(DataPlane);
+    const serverId = await serverIdOf(t);
+    // The delete's drop fails (the server does not answer): the recorded expiry is what the sweep,
+    // and the role's VALID UNTIL, go by.
+    const spy = jest.spyOn(dataPlane, 'dropLoginRole').mockImplementation((_server, _physical, role) => {
+      if (role !== deleted.id) return Promise.reject(new Error(`unexpected drop of ${role}`));
+      const cause = Object.assign(new Error('timeout expired'), { code: '57014' });
+      return Promise.reject(new DataPlaneError('AWS_US_WEST_2', serverId, true, cause));
+    });
+    let rotation, deletion;
+    try {
+      // The rotation has read the database's credentials (the deleted one still working) and sleeps
+      // writing its record; the delete commits its wish meanwhile.
+      [rotation, deletion] = await withSlowRows(
+        t.dataSource,
+        { table: 'credential_rotations', on: 'INSERT', when: `NEW.database_id = '${db.id}'`, seconds: 1 },
+        async () => {
+          const rotating = t.http
+            .post(`${path()}/rotate`)
+            .set(auth)
+            .send({ delayOldSecretsExpirationHours: 24 })
+            .then();
+          await untilAsleep(t.dataSource, 'INSERT INTO "credential_rotations"');
+          const deleting = await t.http.delete(`${path()}/${deleted.id}`).set(auth);
+          return [await rotating, deleting];
+        },
+      );
+    } finally {
+      spy.mockRestore();
+    }
+    expect(rotation.status).toBe(200);
+    expect(deletion.status).toBe(503);
+    const [after] = await t.dataSource.query<{ expires_at: Date; expired_by_rotation_id: string | null }[]>(
+      'SELECT expires_at, expired_by_rotation_id FROM credentials WHERE id = $1',
+      [deleted.id],
+    );
+    // Still the moment of the delete, not the rotation's 24 hours later.
+    expect(new Date(after.expires_at).getTime()).toBeLessThanOrEqual(Date.now());
+    expect(after.expired_by_rotation_id).toBeNull();
+    await reconcile(t.app);
+    expect(await roleExists(deleted.id)).toBe(false);
+    expect((await row(deleted.id)).dropped).not.toBeNull();
   });
 
   it('answers 204 while the VALID UNTIL of the same role is being set again and again (the two take turns on the server)', async () => {
