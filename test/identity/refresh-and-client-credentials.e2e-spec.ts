@@ -2,6 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { sign } from 'jsonwebtoken';
 import { AccessTokens } from '../../src/auth/access-tokens';
 import { AppConfig } from '../../src/config/app-config';
+import { DevelopersService } from '../../src/developers/developers.service';
 import { untilAsleep, withSlowRows } from '../support/slow-rows';
 import { createTestApp, TestApp } from '../support/test-app';
 import {
@@ -188,6 +189,31 @@ describe('refresh tokens, client credentials and /developers/me', () => {
         [familyId],
       );
       expect(live).toEqual([]);
+    });
+
+    it('keeps the refresh token usable when the refresh fails on the metadata database: the retry the 503 asks for works', async () => {
+      const first = await login();
+      const developers = t.app.get(DevelopersService);
+      // The developer's check fails as on a connection lost mid-request.
+      const spy = jest
+        .spyOn(developers, 'findActive')
+        .mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
+      let failed;
+      try {
+        failed = await refresh(first.refresh_token);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(failed.status).toBe(503);
+      expect(failed.headers['retry-after']).toBeDefined();
+      const retried = await refresh(first.refresh_token).expect(200);
+      await refresh(retried.body.refresh_token).expect(200);
+      const [family] = await t.dataSource.query<{ revoked: number }[]>(
+        `SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL)::int AS revoked FROM oauth_refresh_tokens
+          WHERE family_id = (SELECT family_id FROM oauth_refresh_tokens WHERE token_hash = encode(sha256($1::bytea), 'hex'))`,
+        [first.refresh_token],
+      );
+      expect(family.revoked).toBe(0);
     });
 
     it('stops working for a deleted developer', async () => {

@@ -59,9 +59,16 @@ export class RefreshTokensService implements OnModuleInit {
   /**
    * Exchanges a refresh token presented by `clientId` for its successor in the same family. With
    * `narrowTo`, a scope wider than the grant's is refused before the token is used, so the client
-   * keeps it.
+   * keeps it. `admit` checks the grant in the exchange's transaction before the token is used: what
+   * it throws (the developer gone, the metadata database failing) leaves the token unused, so the
+   * retry a 503 asks for is not taken for a reuse that revokes the family.
    */
-  async rotate(token: string, clientId: string, narrowTo?: string): Promise<RotationResult> {
+  async rotate(
+    token: string,
+    clientId: string,
+    narrowTo: string | undefined,
+    admit: (grant: RefreshGrant) => Promise<void>,
+  ): Promise<RotationResult> {
     const current = await this.tokens.findByHash(sha256(token));
     if (!current) return { status: 'rejected', reason: 'Unknown refresh token' };
     if (current.clientId !== clientId)
@@ -80,6 +87,7 @@ export class RefreshTokensService implements OnModuleInit {
     };
     const successor = await this.txHost.withTransaction(async () => {
       await this.lockFamily(current.familyId);
+      await admit(grant);
       // Only one of two concurrent rotations can claim the token; the other is a reuse.
       return (await this.tokens.claim(current.id)) ? this.issue(grant) : null;
     });

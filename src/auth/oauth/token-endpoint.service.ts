@@ -148,13 +148,14 @@ export class TokenEndpointService {
       if (!parsed.ok) throw tokenError('invalid_scope', `Unknown scope: ${parsed.unknown.join(' ')}`);
       narrowed = parsed.scope;
     }
-    const rotated = await this.refreshTokens.rotate(form.refresh_token, client.clientId, narrowed);
+    const rotated = await this.refreshTokens.rotate(form.refresh_token, client.clientId, narrowed, (grant) =>
+      this.activeDeveloper(grant.developerId),
+    );
     if (rotated.status === 'wider_scope') {
       throw tokenError('invalid_scope', 'A refresh cannot add scopes that were not granted');
     }
     if (rotated.status === 'rejected') throw tokenError('invalid_grant', rotated.reason);
     const { grant } = rotated;
-    await this.activeDeveloper(grant.developerId);
     return this.respond(grant.developerId, client.clientId, narrowed ?? grant.scope, rotated.refreshToken);
   }
 
