@@ -117,18 +117,18 @@ export class TelemetrySampler {
    */
   async ensureSchedule(): Promise<void> {
     const schedule = JOBS.ScheduleTelemetryPasses;
-    if (!this.jobs.answering(schedule.queue)) throw new Error('Redis is away');
-    const queue = this.jobs.queue(schedule.queue);
-    for (const job of await queue.getRepeatableJobs()) {
-      if (job.name === schedule.name && Number(job.every) !== this.intervalMs) {
-        await queue.removeRepeatableByKey(job.key);
+    await this.jobs.command(schedule.queue, async (queue) => {
+      for (const job of await queue.getRepeatableJobs()) {
+        if (job.name === schedule.name && Number(job.every) !== this.intervalMs) {
+          await queue.removeRepeatableByKey(job.key);
+        }
       }
-    }
-    await queue.add(
-      schedule.name,
-      {},
-      { repeat: { every: this.intervalMs }, jobId: SCHEDULE_JOB_ID, removeOnComplete: true, removeOnFail: true },
-    );
+      await queue.add(
+        schedule.name,
+        {},
+        { repeat: { every: this.intervalMs }, jobId: SCHEDULE_JOB_ID, removeOnComplete: true, removeOnFail: true },
+      );
+    });
   }
 
   /**

@@ -51,18 +51,17 @@ export class JobDispatcher implements OnModuleInit {
     for (const name of ALL_QUEUES) {
       const client = this.queue(name).client;
       client.on('close', () => this.away.add(name));
-      client.on('ready', () => {
-        if (!this.away.delete(name) || this.away.size > 0) return;
-        for (const listener of this.backListeners) listener();
-      });
+      client.on('ready', () => this.back(name));
     }
   }
 
   /**
-   * False while the queue's connection to Redis is lost. Nothing then waits for Redis: a command
-   * would wait out the connection's reconnection attempts (~10 s), a reconcile pass over owed work
-   * took minutes, and a shutdown waited for it. What is skipped meanwhile is enqueued by the
-   * reconciler, which runs a pass as soon as Redis is back.
+   * False while the queue's connection to Redis is lost, or a command on it went unanswered for
+   * ENQUEUE_TIMEOUT_MS (until Redis answers again). Nothing then waits for Redis: a command would
+   * wait out the connection's reconnection attempts (~10 s), or for as long as a Redis that keeps its
+   * connections answers nothing; a reconcile pass over owed work took minutes, or never ended, and a
+   * shutdown waited for it. What is skipped meanwhile is enqueued by the reconciler, which runs a
+   * pass as soon as Redis is back.
    */
   answering(name: QueueName): boolean {
     return !this.away.has(name);
@@ -80,18 +79,19 @@ export class JobDispatcher implements OnModuleInit {
       this.logger.warn({ queue, job: name, jobId: options.jobId }, 'Redis away: not enqueued; the reconciler will');
       return false;
     }
-    const add = this.queue(queue).add(name, data, {
-      jobId: options.jobId,
-      delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
-      // Bull takes a job with a priority (1 the highest) before every job without one.
-      priority: options.urgent ? 1 : undefined,
-      attempts: this.config.env.JOB_ATTEMPTS,
-      backoff: { type: 'exponential', delay: this.config.env.JOB_BACKOFF_MS },
-      removeOnComplete: true,
-      removeOnFail: FAILED_JOBS_KEPT,
-    });
+    const add = (bull: Queue) =>
+      bull.add(name, data, {
+        jobId: options.jobId,
+        delay: options.delayMs && options.delayMs > 0 ? options.delayMs : undefined,
+        // Bull takes a job with a priority (1 the highest) before every job without one.
+        priority: options.urgent ? 1 : undefined,
+        attempts: this.config.env.JOB_ATTEMPTS,
+        backoff: { type: 'exponential', delay: this.config.env.JOB_BACKOFF_MS },
+        removeOnComplete: true,
+        removeOnFail: FAILED_JOBS_KEPT,
+      });
     try {
-      await withinMs(add, ENQUEUE_TIMEOUT_MS, () => new Error(`enqueue timed out after ${ENQUEUE_TIMEOUT_MS} ms`));
+      await this.command(queue, add);
       currentReconcileTally.getStore()?.count(queue);
       return true;
     } catch (err) {
@@ -111,11 +111,47 @@ export class JobDispatcher implements OnModuleInit {
     const { queue } = JOBS[job];
     if (!this.answering(queue)) return this.dispatch(job, data, options);
     try {
-      const existing = await this.queue(queue).getJob(options.jobId);
-      if (existing && (await existing.isFailed())) await existing.remove();
+      await this.command(queue, async (bull) => {
+        const existing = await bull.getJob(options.jobId);
+        if (existing && (await existing.isFailed())) await existing.remove();
+      });
     } catch (err) {
       this.logger.warn({ queue, jobId: options.jobId, err: String(err) }, 'could not inspect existing job');
     }
     return this.dispatch(job, data, options);
+  }
+
+  /**
+   * What `work` does with the queue, within ENQUEUE_TIMEOUT_MS; refused at once while the queue is
+   * away. Past the timeout every queue counts as away until its connection answers a PING (or is
+   * ready again after closing): the rest of a reconcile pass, and every request meanwhile, passes over
+   * them at once instead of each waiting its own timeout.
+   */
+  async command<T>(queue: QueueName, work: (bull: Queue) => Promise<T>): Promise<T> {
+    if (!this.answering(queue)) throw new Error(`Redis is away (queue ${queue})`);
+    const unanswered = new Error(`Redis did not answer within ${ENQUEUE_TIMEOUT_MS} ms`);
+    try {
+      return await withinMs(work(this.queue(queue)), ENQUEUE_TIMEOUT_MS, () => unanswered);
+    } catch (err) {
+      if (err === unanswered) {
+        // The queues share one Redis: one not answering says the others would not either.
+        this.logger.warn({ queue }, 'Redis not answering: the queues count as away until it does');
+        for (const name of ALL_QUEUES.filter((name) => !this.away.has(name))) {
+          this.away.add(name);
+          this.queue(name)
+            .client.ping()
+            .then(
+              () => this.back(name),
+              () => undefined, // the connection closed: its 'ready' brings the queue back
+            );
+        }
+      }
+      throw err;
+    }
+  }
+
+  private back(queue: QueueName): void {
+    if (!this.away.delete(queue) || this.away.size > 0) return;
+    for (const listener of this.backListeners) listener();
   }
 }

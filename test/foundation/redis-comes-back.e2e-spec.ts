@@ -95,6 +95,33 @@ describe('Redis goes away while the service runs, and comes back', () => {
     expect(Date.now() - started).toBeLessThan(3000);
   });
 
+  it('passes over owed work within seconds while Redis keeps its connections but answers nothing, and does it once Redis answers again', async () => {
+    const app = t!;
+    const invite = await inviteIn(app);
+    // Every command from now on is held back, on connections that stay open (a Redis paused, or a
+    // network dropping its packets): no connection closes, so nothing says Redis went away.
+    link.hold(/./);
+    const owed: string[] = [];
+    for (let i = 0; i < 3; i++) owed.push(uniqueEmail(`stalled-${i}`));
+    for (const email of owed) await invite(email);
+
+    // The first invite's enqueue waited out its 2 s; since then every queue counts as away, so the
+    // pass enqueues nothing and waits for nothing. Before, the pass waited on its first command for
+    // as long as Redis held it, and every later pass was that same one.
+    const started = Date.now();
+    await reconcile(app.app);
+    expect(Date.now() - started).toBeLessThan(1500);
+    for (const email of owed) expect(smtp.messagesTo(email)).toHaveLength(0);
+
+    // Once Redis answers again, the owed e-mails go out (a pass runs at once), each once.
+    link.release();
+    await eventually(() => Promise.resolve(owed.every((email) => smtp.messagesTo(email).length === 1)));
+    const states = await app.dataSource.query<{ state: string }[]>('SELECT state FROM invites WHERE email = ANY($1)', [
+      owed,
+    ]);
+    expect(states.map((row) => row.state)).toEqual(['EMAIL_SENT', 'EMAIL_SENT', 'EMAIL_SENT']);
+  });
+
   it('passes over owed work quickly while Redis is away, and a pass under way does not hold up shutdown', async () => {
     const app = t!;
     const invite = await inviteIn(app);
