@@ -129,6 +129,15 @@ export function isDatabaseFull(err: unknown): boolean {
 }
 
 /**
+ * Whether the call waited out its connect timeout for a connection of the process's own pool, every
+ * one of them busy with other calls (pg-pool's error): the caller is told to retry (503), but that
+ * says how busy this process is, not that the server failed to answer.
+ */
+export function isOwnPoolBusy(err: unknown): boolean {
+  return err instanceof Error && err.message === 'timeout exceeded when trying to connect';
+}
+
+/**
  * Whether an error means the server is not answering as it should (down, stalled, refusing,
  * overloaded, our timeouts), as opposed to a statement it refused on its merits.
  */
@@ -151,7 +160,8 @@ export class DataPlaneError extends Error {
   /**
    * Whether the server itself did not answer, which placement and the sweeps go by. Not when only
    * the one database refused the session (its CONNECTION LIMIT reached: the tenant holds all of its
-   * sessions): that is `unavailable` for the caller (503, retry later), yet the server answered.
+   * sessions), nor when the process's own pool had no connection free in time (isOwnPoolBusy): those
+   * are `unavailable` for the caller (503, retry later), yet the server answered.
    */
   readonly serverUnanswered: boolean;
 
@@ -164,7 +174,7 @@ export class DataPlaneError extends Error {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
     this.name = 'DataPlaneError';
     this.code = codeOf(cause);
-    this.serverUnanswered = unavailable && !isDatabaseFull(cause);
+    this.serverUnanswered = unavailable && !isDatabaseFull(cause) && !isOwnPoolBusy(cause);
   }
 }
 

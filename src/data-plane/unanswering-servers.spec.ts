@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { Pool } from 'pg';
 import { DataPlaneError, isDatabaseFull, isUnavailability } from './data-plane.service';
 import { UnansweringServers } from './unanswering-servers';
 
@@ -26,5 +27,34 @@ describe('one database at its connection limit is not its server failing to answ
     expect(sweep.skip('s1')).toBe(false);
     sweep.note('s1', new DataPlaneError('AWS_US_WEST_2', 's1', true, serverFull));
     expect(sweep.skip('s1')).toBe(true);
+  });
+});
+
+describe("a process's own admin pool being busy is not its server failing to answer", () => {
+  it('takes a wait for one of its own pooled connections that runs out as 503 for the caller, but the server as answering', async () => {
+    // pg-pool's own error, from a real pool whose one connection is taken.
+    const pool = new Pool({
+      connectionString: 'postgres://postgres@127.0.0.1:5432/postgres',
+      max: 1,
+      connectionTimeoutMillis: 100,
+    });
+    const taken = await pool.connect();
+    let busy: unknown;
+    try {
+      await pool.connect();
+    } catch (err) {
+      busy = err;
+    } finally {
+      taken.release();
+      await pool.end();
+    }
+    expect(busy).toBeInstanceOf(Error);
+    const failure = new DataPlaneError('AWS_US_WEST_2', 's1', isUnavailability(busy), busy);
+    expect(failure.unavailable).toBe(true);
+    expect(failure.serverUnanswered).toBe(false);
+
+    // A connection that could not be made in time is the server's.
+    const timedOut = new Error('Connection terminated due to connection timeout');
+    expect(new DataPlaneError('AWS_US_WEST_2', 's1', isUnavailability(timedOut), timedOut).serverUnanswered).toBe(true);
   });
 });
