@@ -38,7 +38,10 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
     TypeOrmModule.forRootAsync({
       inject: [AppConfig],
       useFactory: (config: AppConfig) =>
-        dataSourceOptions(config.env.DATABASE_URL, config.env.DATABASE_POOL_SIZE, config.env.DATABASE_LOCK_TIMEOUT_MS),
+        dataSourceOptions(config.env.DATABASE_URL, config.env.DATABASE_POOL_SIZE, {
+          lockMs: config.env.DATABASE_LOCK_TIMEOUT_MS,
+          idleInTransactionMs: config.env.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+        }),
     }),
     // Transactions are carried by the async context (habit 15): see MetadataTransactions.
     MetadataTransactionsModule,

@@ -94,6 +94,17 @@ export class EnvironmentVariables {
   @Max(600000)
   DATABASE_LOCK_TIMEOUT_MS = 10000;
 
+  /**
+   * `idle_in_transaction_session_timeout` of every metadata session: the server ends a session that
+   * waits longer inside a transaction (a process stopped or a network gone silent mid-transaction),
+   * letting its locks go. 0: no limit.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3600000)
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30000;
+
   /** How long a starting process waits for the metadata PostgreSQL to accept connections (0: no wait). */
   @Transform(toInt)
   @IsInt()

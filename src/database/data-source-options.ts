@@ -6,13 +6,38 @@ import { ENTITIES } from './entities';
 /** SQLSTATE of a connection to a database that does not exist. */
 const INVALID_CATALOG_NAME = '3D000';
 
-/**
- * The one TypeORM configuration, used by the app, the migration CLI (ormconfig.ts) and the tests.
- * `lockTimeoutMs` (0: none) is every session's `lock_timeout`: no statement waits longer for a row
- * or advisory lock, whoever holds it (a lock is only ever held for local work, habit 14, so a wait
- * that long means something is wrong; the request answers 503 and the job retries).
- */
-export function dataSourceOptions(url: string, poolSize = 4, lockTimeoutMs = 0): DataSourceOptions {
+/** Limits every metadata session carries (0 or absent: none). */
+export interface SessionTimeouts {
+  /**
+   * `lock_timeout`: no statement waits longer for a row or advisory lock, whoever holds it (a lock
+   * is only ever held for local work, habit 14, so a wait that long means something is wrong; the
+   * request answers 503 and the job retries).
+   */
+  lockMs?: number;
+  /**
+   * `idle_in_transaction_session_timeout`: the server ends a session that waits longer than this
+   * inside a transaction, letting its locks go. A transaction only waits on the process between
+   * statements (habit 14), so a wait that long is a process stopped or a network gone silent
+   * mid-transaction; without it the server held that session's locks (a region's placement lock:
+   * every create of the region) for as long as its TCP connection lived.
+   */
+  idleInTransactionMs?: number;
+}
+
+/** `-c` options of the session settings that are set (PostgreSQL's startup `options`). */
+function sessionOptions(timeouts: SessionTimeouts): string | undefined {
+  const settings = [
+    ['lock_timeout', timeouts.lockMs],
+    ['idle_in_transaction_session_timeout', timeouts.idleInTransactionMs],
+  ]
+    .filter((setting): setting is [string, number] => typeof setting[1] === 'number' && setting[1] > 0)
+    .map(([name, ms]) => `-c ${name}=${Math.trunc(ms)}`);
+  return settings.length ? settings.join(' ') : undefined;
+}
+
+/** The one TypeORM configuration, used by the app, the migration CLI (ormconfig.ts) and the tests. */
+export function dataSourceOptions(url: string, poolSize = 4, timeouts: SessionTimeouts = {}): DataSourceOptions {
+  const options = sessionOptions(timeouts);
   return {
     type: 'postgres',
     url,
@@ -31,7 +56,12 @@ export function dataSourceOptions(url: string, poolSize = 4, lockTimeoutMs = 0):
       max: poolSize,
       min: poolSize,
       connectionTimeoutMillis: 5000,
-      ...(lockTimeoutMs > 0 ? { options: `-c lock_timeout=${Math.trunc(lockTimeoutMs)}` } : {}),
+      // TCP keepalive on the pooled connections (kept through idle spells, `min`): one to a server
+      // that vanished without a word (a crash, a failover to another address) errors out and leaves
+      // the pool instead of being handed to the next request.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10000,
+      ...(options ? { options } : {}),
     },
     // Failed queries are logged by the error filter without their parameters (they can hold hashes).
     logging: ['warn', 'migration'],

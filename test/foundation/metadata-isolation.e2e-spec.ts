@@ -2,7 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { migrateDatabase } from '../../src/database/data-source-options';
 import { onDataPlane } from '../databases/support';
-import { createDeveloperWithToken, createIsolatedTestApp, type TestApp } from '../support/test-app';
+import { TcpRelay } from '../support/tcp-relay';
+import {
+  createDeveloperWithToken,
+  createIsolatedMetadataDatabase,
+  createIsolatedTestApp,
+  createTestApp,
+  dropMetadataDatabase,
+  eventually,
+  type TestApp,
+} from '../support/test-app';
 
 /** `database` on the password-checking data-plane cluster, as its admin. */
 function dataPlaneUrl(database: string, login?: { user: string; password: string }): string {
@@ -106,6 +115,74 @@ describe('a metadata lock held elsewhere (DATABASE_LOCK_TIMEOUT_MS)', () => {
       .post(`/workspaces/${ws.slug}/databases`)
       .set(auth)
       .send({ databaseName: 'unlocked', region: 'AWS_US_WEST_2' })
+      .expect(201);
+  });
+});
+
+describe('a metadata session gone silent inside a transaction (DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS)', () => {
+  let metadataUrl: string;
+  let relay: TcpRelay;
+  let t: TestApp | undefined;
+  beforeAll(async () => {
+    metadataUrl = await createIsolatedMetadataDatabase();
+    relay = await TcpRelay.inFrontOf(metadataUrl);
+    t = await createTestApp({
+      DATABASE_URL: relay.through(metadataUrl),
+      DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '1000',
+      DATABASE_POOL_TARGET: '0',
+    });
+  });
+  afterAll(async () => {
+    relay.release();
+    await t?.close();
+    await relay.down();
+    await dropMetadataDatabase(metadataUrl);
+  });
+
+  it('has its locks let go by the server after the timeout; its request answers 503 and leaves nothing behind', async () => {
+    const app = t!;
+    const { auth } = await createDeveloperWithToken(app.app);
+    const ws = (
+      await app.http
+        .post('/workspaces')
+        .set(auth)
+        .send({ name: `Silent ${Date.now()}` })
+        .expect(201)
+    ).body;
+    // The create's transaction takes the region's placement lock; its insert never reaches the
+    // server, as when the network to it goes silent or the process stops mid-transaction.
+    relay.hold(/INSERT INTO databases/);
+    const creating = app.http
+      .post(`/workspaces/${ws.slug}/databases`)
+      .set(auth)
+      .send({ databaseName: 'silent', region: 'AWS_US_WEST_2' })
+      .then();
+    await eventually(() => Promise.resolve(relay.heldBackCount === 1));
+
+    const other = new Client({ connectionString: metadataUrl });
+    await other.connect();
+    try {
+      // Another session (another API process's create) gets the lock within about the timeout.
+      // Before, the server kept it for as long as the silent session's TCP connection lived.
+      await other.query(`SET lock_timeout = '5s'`);
+      const started = Date.now();
+      await other.query("SELECT pg_advisory_lock(hashtextextended('placement:AWS_US_WEST_2', 0))");
+      expect(Date.now() - started).toBeLessThan(3000);
+      await other.query('SELECT pg_advisory_unlock_all()');
+    } finally {
+      await other.end();
+    }
+
+    relay.release();
+    const res = await creating;
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ errorCode: 'server_error', message: expect.any(String), statusCode: 503 });
+    expect(await app.dataSource.query('SELECT 1 FROM databases WHERE workspace_id = $1', [ws.id])).toEqual([]);
+    // The pool has let the lost session go: the next create goes through.
+    await app.http
+      .post(`/workspaces/${ws.slug}/databases`)
+      .set(auth)
+      .send({ databaseName: 'after_silence', region: 'AWS_US_WEST_2' })
       .expect(201);
   });
 });

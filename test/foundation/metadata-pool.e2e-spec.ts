@@ -37,4 +37,27 @@ describe('the metadata connection pool', () => {
       await dataSource.destroy();
     }
   });
+
+  it('ends a session left waiting inside a transaction (idleInTransactionMs) and goes on without it', async () => {
+    const dataSource = new DataSource(dataSourceOptions(process.env.DATABASE_URL!, 2, { idleInTransactionMs: 200 }));
+    await dataSource.initialize();
+    try {
+      const runner = dataSource.createQueryRunner();
+      await runner.connect();
+      await runner.startTransaction();
+      await runner.query("SELECT pg_advisory_xact_lock(hashtextextended('idle-in-transaction-spec', 0))");
+      // The server's error arrives while no statement of the session runs (pg's client emits it as
+      // an 'error' event, which would end the process if nothing listened).
+      await sleep(500);
+      // TypeORM's query runner hears it and lets the connection go.
+      await expect(runner.query('SELECT 1')).rejects.toThrow('Query runner already released');
+      // Its lock is gone with it, and the pool serves from its other connections.
+      expect(
+        await dataSource.query("SELECT pg_try_advisory_lock(hashtextextended('idle-in-transaction-spec', 0)) AS got"),
+      ).toEqual([{ got: true }]);
+      expect(await dataSource.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    } finally {
+      await dataSource.destroy();
+    }
+  });
 });
