@@ -244,7 +244,16 @@ export class CredentialsService implements OnModuleInit {
         return rescheduled;
       },
     });
-    for (const old of issued.extra ?? []) await this.scheduleExpiry(issued.database, old);
+    try {
+      for (const old of issued.extra ?? []) await this.scheduleExpiry(issued.database, old);
+    } catch (err) {
+      // The rotation is committed and the new role made: its password is the caller's whatever this
+      // costs. The sweep sets VALID UNTIL and enqueues the expiry of every credential still waiting.
+      this.logger.warn(
+        { databaseId: issued.database.id, err: messageOf(err) },
+        "the previous credentials' expiry is left to the sweep",
+      );
+    }
     return this.created(issued, workspace);
   }
 

@@ -445,6 +445,32 @@ describe('database credentials (real logins on the password-checking data plane)
       expect(list.body.map((c: { id: string }) => c.id)).toEqual([fresh.id]);
     });
 
+    it('answers the new password when the metadata database fails once the rotation is committed; the sweep tells PostgreSQL the old expiry', async () => {
+      const db = await createReadyDatabase(t, auth, slug);
+      const old = await issue(db);
+      const spy = jest
+        .spyOn(t.app.get(CredentialsRepository), 'findExpiry')
+        .mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
+      let fresh: Issued;
+      try {
+        fresh = await rotate(db, 2);
+      } finally {
+        spy.mockRestore();
+      }
+      // Before, this answered 503 and the new password was never seen: with a delay of 0 the
+      // caller was left without a working credential until a second rotation.
+      await expect(queryAs(db.dbHost!, fresh.id, fresh.password, 'SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+      const expiresAt = new Date((await credentialRow(old.id)).expires_at!);
+      const validUntil = () =>
+        onDataPlane(async (c) => {
+          const { rows } = await c.query('SELECT rolvaliduntil FROM pg_roles WHERE rolname = $1', [old.id]);
+          return rows[0].rolvaliduntil as Date | null;
+        });
+      expect(await validUntil()).toBeNull();
+      await reconcile(t.app);
+      expect((await validUntil())?.getTime()).toBe(expiresAt.getTime());
+    });
+
     it('with a delay: the old password works until the expiry moment PostgreSQL was told, then the job drops the role; running late or twice is harmless', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       const old = await issue(db);
