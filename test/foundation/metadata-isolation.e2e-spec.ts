@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { migrateDatabase } from '../../src/database/data-source-options';
-import { onDataPlane } from '../databases/support';
+import { createWorkspace, onDataPlane } from '../databases/support';
 import { TcpRelay } from '../support/tcp-relay';
 import {
   createDeveloperWithToken,
@@ -78,13 +78,7 @@ describe('a metadata lock held elsewhere (DATABASE_LOCK_TIMEOUT_MS)', () => {
 
   it('costs the requests that need it a 503 after the timeout, not a pool connection for ever, and nothing else', async () => {
     const { auth } = await createDeveloperWithToken(t.app);
-    const ws = (
-      await t.http
-        .post('/workspaces')
-        .set(auth)
-        .send({ name: `Locked ${Date.now()}` })
-        .expect(201)
-    ).body;
+    const ws = await createWorkspace(t, auth);
     const holder = new Client({ connectionString: t.metadataUrl });
     await holder.connect();
     try {
@@ -142,13 +136,7 @@ describe('a metadata session gone silent inside a transaction (DATABASE_IDLE_IN_
   it('has its locks let go by the server after the timeout; its request answers 503 and leaves nothing behind', async () => {
     const app = t!;
     const { auth } = await createDeveloperWithToken(app.app);
-    const ws = (
-      await app.http
-        .post('/workspaces')
-        .set(auth)
-        .send({ name: `Silent ${Date.now()}` })
-        .expect(201)
-    ).body;
+    const ws = await createWorkspace(app, auth);
     // The create's transaction takes the region's placement lock; its insert never reaches the
     // server, as when the network to it goes silent or the process stops mid-transaction.
     relay.hold(/INSERT INTO databases/);
