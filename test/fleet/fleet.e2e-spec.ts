@@ -14,6 +14,7 @@ import { Auth, createWorkspace, databaseRow, queryAs, serverIdOf, unique, waitFo
 import { runCli } from '../identity/identity-support';
 import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { withSlowRows } from '../support/slow-rows';
+import { TcpRelay } from '../support/tcp-relay';
 import {
   createDeveloperWithToken,
   createIsolatedMetadataDatabase,
@@ -64,6 +65,9 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
   let first: string;
   let second: string;
   let added: Awaited<ReturnType<typeof runCli>>;
+  /** The second server as registered: through a relay that can stall it for this spec alone. */
+  let link: TcpRelay;
+  const secondUrl = () => link.through(SECOND_URL());
   const cli = (args: string[]) => runCli(args, { DATABASE_URL: t.metadataUrl });
   const path = (name = '') => `/workspaces/${slug}/databases${name ? `/${name}` : ''}`;
   const serverOfDatabase = async (id: string) =>
@@ -76,6 +80,7 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
   }
 
   beforeAll(async () => {
+    link = await TcpRelay.inFrontOf(SECOND_URL());
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       DATABASE_DELETION_GRACE_SECONDS: '3600',
@@ -87,32 +92,35 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
     slug = (await createWorkspace(t, auth)).slug;
     first = await serverIdOf(t, REGION);
     await t.dataSource.query('UPDATE data_plane_servers SET max_databases = 4 WHERE id = $1', [first]);
-    added = await cli(['server:add', '--region', REGION, '--url', SECOND_URL(), '--max-databases', '2']);
+    added = await cli(['server:add', '--region', REGION, '--url', secondUrl(), '--max-databases', '2']);
     second = (added.json as { id: string } | undefined)?.id ?? '';
   }, 120000);
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t?.close();
+    await link?.down();
+  });
 
   it('server:add checks the server, saves it with its URL sealed and prints it without the URL', async () => {
     expect({ code: added.code, stderr: added.stderr }).toEqual({ code: 0, stderr: '' });
     expect(added.json).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       region: REGION,
-      publicHost: new URL(SECOND_URL()).host,
+      publicHost: new URL(secondUrl()).host,
       maxDatabases: 2,
       state: 'ACTIVE',
       created: expect.any(String),
       updated: expect.any(String),
     });
-    const password = decodeURIComponent(new URL(SECOND_URL()).password);
+    const password = decodeURIComponent(new URL(secondUrl()).password);
     expect(added.stdout).not.toContain(password);
     const [row] = await t.dataSource.query<{ admin_url_ciphertext: string }[]>(
       'SELECT admin_url_ciphertext FROM data_plane_servers WHERE id = $1',
       [second],
     );
     expect(row.admin_url_ciphertext).not.toContain(password);
-    expect(row.admin_url_ciphertext).not.toContain('5434');
+    expect(row.admin_url_ciphertext).not.toContain(String(link.port));
 
-    const refused = new URL(SECOND_URL());
+    const refused = new URL(secondUrl());
     refused.password = 'not-the-password';
     const bad = await cli(['server:add', '--region', REGION, '--url', refused.toString()]);
     expect(bad.code).toBe(1);
@@ -131,10 +139,10 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       placed.push(await serverOfDatabase(res.body.id));
       const ready = await waitForStatus(t, auth, slug, res.body.name, 'READY');
       const physical = (await databaseRow(t, res.body.id)).physical_name;
-      const url = placed[i] === first ? FIRST_URL() : SECOND_URL();
+      const url = placed[i] === first ? FIRST_URL() : secondUrl();
       expect(ready.dbHost).toBe(`postgres://${new URL(url).host}/${physical}`);
       expect(await databaseExistsOn(url, physical)).toBe(true);
-      expect(await databaseExistsOn(url === FIRST_URL() ? SECOND_URL() : FIRST_URL(), physical)).toBe(false);
+      expect(await databaseExistsOn(url === FIRST_URL() ? secondUrl() : FIRST_URL(), physical)).toBe(false);
     }
     expect(placed).toEqual([first, first, second, first]);
 
@@ -215,7 +223,7 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
   });
 
   it("server:update changes a server's capacity and public host at once; server:disable stops new databases there", async () => {
-    const realHost = new URL(SECOND_URL()).host;
+    const realHost = new URL(secondUrl()).host;
     // Only the second server could take a database, and it is full (2 of 2).
     expect((await cli(['server:drain', '--id', first])).code).toBe(0);
     try {
@@ -231,7 +239,7 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       ]);
       expect({ code: updated.code, stderr: updated.stderr }).toEqual({ code: 0, stderr: '' });
       expect(updated.json).toMatchObject({ id: second, maxDatabases: 3, publicHost: 'db2.example.test:6543' });
-      expect(updated.stdout).not.toContain(decodeURIComponent(new URL(SECOND_URL()).password));
+      expect(updated.stdout).not.toContain(decodeURIComponent(new URL(secondUrl()).password));
 
       const name = `grown_${unique()}`;
       const placed = await create(name);
@@ -296,18 +304,9 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       .set(auth)
       .expect(200);
 
-    // A catalog lock held on the second server: logins there hang, role changes wait.
-    const stall = new Client({ connectionString: SECOND_URL() });
-    await stall.connect();
-    await stall.query('BEGIN');
-    await stall.query('LOCK TABLE pg_authid IN ACCESS EXCLUSIVE MODE');
-    let released = false;
-    const release = async () => {
-      if (released) return;
-      released = true;
-      await stall.query('ROLLBACK');
-      await stall.end();
-    };
+    // The second server hangs: its sessions stop answering and logins there wait out the connect
+    // timeout. (Through the relay: a catalog lock on the cluster would hang every spec using it.)
+    await link.stall();
     try {
       const timed = async <T>(work: () => Promise<T>) => {
         const start = Date.now();
@@ -358,7 +357,7 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
         ).body,
       ).toEqual([]);
     } finally {
-      await release();
+      link.resume();
     }
 
     // Once the server answers again, everything owed completes and nothing is left behind.
@@ -369,7 +368,7 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       ]);
       return open.length === 0;
     }, 30000);
-    expect(await credentialRolesOn(SECOND_URL(), stalledDb.physical_name)).toEqual([]);
+    expect(await credentialRolesOn(secondUrl(), stalledDb.physical_name)).toEqual([]);
     const cred = (
       await t.http
         .post(`${path(stalledDb.name)}/credentials`)
@@ -378,7 +377,7 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
     ).body as {
       id: string;
     };
-    expect(await credentialRolesOn(SECOND_URL(), stalledDb.physical_name)).toEqual([cred.id]);
+    expect(await credentialRolesOn(secondUrl(), stalledDb.physical_name)).toEqual([cred.id]);
     await eventually(async () => {
       const body = (await t.http.get('/health/data-plane').expect(200)).body as { servers: { up: boolean }[] };
       return body.servers.every((s) => s.up);
@@ -408,7 +407,7 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       await reconcile(t.app);
       return (await tombstones()).every((r) => r.finalized !== null);
     }, 30000);
-    for (const db of onSecond) expect(await databaseExistsOn(SECOND_URL(), db.physical_name)).toBe(false);
+    for (const db of onSecond) expect(await databaseExistsOn(secondUrl(), db.physical_name)).toBe(false);
     const finalized = await tombstones();
     expect(finalized.map((r) => r.server_id)).toEqual(ids.map(() => second));
 
