@@ -48,6 +48,10 @@ export class DataPlaneServersRepository {
     return this.repo.existsBy({ region });
   }
 
+  countIn(region: Region): Promise<number> {
+    return this.repo.countBy({ region });
+  }
+
   save(row: Partial<DataPlaneServerEntity>): Promise<DataPlaneServerEntity> {
     return this.repo.save(this.repo.create(row));
   }

@@ -220,8 +220,8 @@ export class DataPlaneServers implements OnModuleInit {
   }
 
   /**
-   * Removes a server, refused while `inUse` counts anything living on it; `inUse` runs in this
-   * transaction, which the context carries. The region's placement turn (placementTurnKey) is taken
+   * Removes a server, refused for its region's last one and while `inUse` counts anything living
+   * on it; `inUse` runs in this transaction, which the context carries. The region's placement turn (placementTurnKey) is taken
    * first, then the server row is locked: a create or a refill that chose the server has committed
    * its row by then (and is counted), and one that comes after reads the fleet without the server.
    * A placement's read of the servers is a plain read, so the row lock alone would not order them:
@@ -239,6 +239,14 @@ export class DataPlaneServers implements OnModuleInit {
       await this.servers.lockKey(placementTurnKey(found.region));
       const row = await this.servers.lock(id);
       if (!row) throw notFound();
+      // A creatable region keeps a server: without one, the next process start would register the
+      // environment's server there again (registerFromEnvironment), undoing the removal.
+      if ((await this.servers.countIn(found.region)) === 1) {
+        throw new ApiException(
+          ErrorCode.DbStatusFailure,
+          `Data-plane server ${id} is the last server of region ${found.region}; add its replacement first (server:add), then remove it`,
+        );
+      }
       const living = await inUse();
       if (living > 0) {
         throw new ApiException(

@@ -629,3 +629,36 @@ describe('a server removed by another process', () => {
     }
   }, 60000);
 });
+
+describe("a region's last server", () => {
+  it('is not removed (409): the next process start would register the environment’s server there again; once a replacement is added it can go, and stays gone across a restart', async () => {
+    const a = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '0' });
+    let b: TestApp | undefined;
+    try {
+      const servers = a.app.get(DataPlaneServers);
+      const only = await serverIdOf(a, REGION);
+      const refused = await servers.remove(only, () => Promise.resolve(0)).catch((err: unknown) => err);
+      expect(refused).toMatchObject({
+        response: {
+          errorCode: 'db_status_failure',
+          statusCode: 409,
+          message: expect.stringMatching(/is the last server of region AWS_US_WEST_2; add its replacement first/),
+        },
+      });
+      const inRegion = async () =>
+        (
+          await a.dataSource.query<{ id: string }[]>('SELECT id FROM data_plane_servers WHERE region = $1', [REGION])
+        ).map((r) => r.id);
+      expect(await inRegion()).toEqual([only]);
+
+      const replacement = await servers.add({ region: REGION, url: SECOND_URL() });
+      await expect(servers.remove(only, () => Promise.resolve(0))).resolves.toMatchObject({ id: only });
+      // A new process registers from the environment only where a region has no server.
+      b = await createTestApp({ DATABASE_URL: a.metadataUrl, DATABASE_POOL_TARGET: '0' });
+      expect(await inRegion()).toEqual([replacement.id]);
+    } finally {
+      await b?.close();
+      await a.close();
+    }
+  }, 60000);
+});
