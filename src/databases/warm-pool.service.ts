@@ -20,7 +20,8 @@ import { PooledDatabasesRepository } from './pooled-databases.repository';
  * `pooled_databases`), as far as the server has room. A create takes a ready one of the server it
  * places the database on inside its transaction and is READY in that request; a job builds
  * replacements. A server that stops being ACTIVE gives its pooled databases back (they are
- * dropped). A target of 0 turns the pool off: nothing is taken from it and nothing is built.
+ * dropped), and every server gives back what is above a lowered target. A target of 0 turns the
+ * pool off: nothing is taken from it, nothing is built, and what was pooled is given back.
  */
 @Injectable()
 export class WarmPool {
@@ -57,14 +58,15 @@ export class WarmPool {
 
   /**
    * Refills every server of the creatable regions (non-ACTIVE ones give their pooled databases
-   * back): the reconciler's pass. A refill whose attempts ran out (its server out of reach for
-   * minutes) stays in the failed set under its id, where it would swallow every later enqueue: it
-   * is replaced (redispatch).
+   * back, and with the pool off every one does): the reconciler's pass. With the pool off, only a
+   * server still holding pooled databases gets a job. A refill whose attempts ran out (its server
+   * out of reach for minutes) stays in the failed set under its id, where it would swallow every
+   * later enqueue: it is replaced (redispatch).
    */
   async requestRefillEverywhere(): Promise<void> {
-    if (this.target <= 0) return;
     for (const server of await this.servers.directory(true)) {
       if (!CREATABLE_REGIONS.includes(server.region)) continue;
+      if (this.target <= 0 && (await this.pooled.countOn(server.id)) === 0) continue;
       await this.jobs.redispatch('RefillDatabasePool', { serverId: server.id }, { jobId: refillPoolJobId(server.id) });
     }
   }
@@ -73,7 +75,9 @@ export class WarmPool {
    * Brings the server's pool up to the target (as far as the server has room): finishes entries a
    * crash left half-built, then builds new ones. A failed build is recorded on its row and left as
    * it is; the job retries, and the build, being idempotent, finishes it. A server that is not
-   * ACTIVE gives its entries back instead (giveBack), and so does one drained while the refill runs.
+   * ACTIVE gives its entries back instead (giveBack), and so does one drained while the refill runs;
+   * with the pool off (a target of 0) every server does, and an ACTIVE one gives back what is above
+   * a lowered target.
    *
    * Refills of one server never overlap (Bull may re-run a stalled refill while the first run is
    * still going): the whole refill holds an advisory lock on the data-plane server, so a run never
@@ -84,14 +88,13 @@ export class WarmPool {
    * (its database may be one the other run has marked ready meanwhile, even one a create has taken).
    */
   async refill(serverId: string): Promise<void> {
-    if (this.target <= 0) return;
     const server = await this.servers.view(serverId);
     if (!server) return;
+    const keep = this.keeps(server.state);
+    if (keep === 0 && (await this.pooled.countOn(serverId)) === 0) return;
     await this.exclusively(serverId, async () => {
-      if (server.state !== DataPlaneServerState.Active) {
-        await this.giveBack(serverId);
-        return;
-      }
+      if ((await this.pooled.countOn(serverId)) > keep) await this.giveBack(serverId);
+      if (keep === 0) return;
       for (const entry of await this.pooled.listOn(serverId, true)) {
         await this.build(entry);
       }
@@ -147,13 +150,19 @@ export class WarmPool {
     return this.pooled.readyCountOn(serverId);
   }
 
+  /** How many pooled databases a server in `state` keeps: the target while ACTIVE, else none. */
+  private keeps(state: DataPlaneServerState): number {
+    return state === DataPlaneServerState.Active ? Math.max(this.target, 0) : 0;
+  }
+
   /**
-   * Gives back the pooled databases of a server that is not ACTIVE (the directory said so; it may be
-   * a couple of seconds old). Each entry is claimed before its database is dropped, in a short
-   * transaction: its row is locked, skipping one a create holds (that create has taken it, and its
-   * database is the create's), the server's state is read again from the metadata database (a
-   * server made ACTIVE again keeps its pool), and a ready entry is made unready, so no create takes
-   * it once that commits. The database is dropped after the commit (habit 14), then the row is
+   * Gives back the pooled databases a server keeps no more (keeps): all of them when it is not
+   * ACTIVE (the directory said so; it may be a couple of seconds old) or the pool is off, those
+   * above the target otherwise, oldest first. Each entry is claimed before its database is dropped,
+   * in a short transaction: its row is locked, skipping one a create holds (that create has taken
+   * it, and its database is the create's), the server's state and its entries are read again from
+   * the metadata database (a server made ACTIVE again keeps its pool), and a ready entry is made
+   * unready, so no create takes it once that commits. The database is dropped after the commit (habit 14), then the row is
    * deleted; a drop that fails leaves the unready entry to the next refill, which gives it back (or
    * builds it again, should the server be ACTIVE by then).
    */
@@ -162,11 +171,12 @@ export class WarmPool {
       const claim = await this.txHost.withTransaction(async () => {
         const entry = await this.pooled.lockUnlessTaken(id);
         if (!entry) return 'taken' as const;
-        if ((await this.servers.stateOf(serverId)) === DataPlaneServerState.Active) return 'active' as const;
+        const state = await this.servers.stateOf(serverId);
+        if (state && (await this.pooled.countOn(serverId)) <= this.keeps(state)) return 'kept' as const;
         if (entry.ready) await this.pooled.withdraw(id);
         return entry;
       });
-      if (claim === 'active') return;
+      if (claim === 'kept') return;
       if (claim === 'taken') continue;
       await this.dataPlane.dropDatabase(serverId, claim.physicalName);
       await this.pooled.delete(claim.id);

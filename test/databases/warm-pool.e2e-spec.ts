@@ -358,3 +358,43 @@ describe('warm pool entries another run or a create has taken', () => {
     expect(await dataPlane.databaseExists(server, other.physical_name)).toBe(false);
   });
 });
+
+describe('a warm pool turned down', () => {
+  it('gives back what is above a lowered target, and everything once turned off (a target of 0), a drained server’s included, at the next reconcile pass', async () => {
+    // No workers: the pool is filled only when the test says so.
+    const full = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '2', WORKERS: 'off' });
+    const apps: TestApp[] = [full];
+    try {
+      const server = await serverIdOf(full, 'AWS_US_WEST_2');
+      const dataPlane = full.app.get(DataPlane);
+      const pooledOn = () =>
+        full.dataSource.query<{ physical_name: string; ready: boolean }[]>(
+          'SELECT physical_name, ready FROM pooled_databases WHERE server_id = $1 ORDER BY created, id',
+          [server],
+        );
+      await full.app.get(WarmPool).refill(server);
+      const built = await pooledOn();
+      expect(built.map((p) => p.ready)).toEqual([true, true]);
+
+      const lowered = await createTestApp({ DATABASE_URL: full.metadataUrl, DATABASE_POOL_TARGET: '1' });
+      apps.push(lowered);
+      await reconcile(lowered.app);
+      await eventually(async () => (await pooledOn()).length === 1, 30000);
+      // The oldest goes, row and database; the other stays ready for creates.
+      expect(await pooledOn()).toEqual([built[1]]);
+      expect(await dataPlane.databaseExists(server, built[0].physical_name)).toBe(false);
+      expect(await dataPlane.databaseExists(server, built[1].physical_name)).toBe(true);
+
+      const off = await createTestApp({ DATABASE_URL: full.metadataUrl, DATABASE_POOL_TARGET: '0' });
+      apps.push(off);
+      await off.app.get(DataPlaneServers).setState(server, DataPlaneServerState.Draining);
+      await reconcile(off.app);
+      await eventually(async () => (await pooledOn()).length === 0, 30000);
+      expect(await dataPlane.databaseExists(server, built[1].physical_name)).toBe(false);
+      // Nothing lives on the drained server any more: server:remove would not be held back by it.
+      expect(await off.app.get(Placement).livingOn(server)).toBe(0);
+    } finally {
+      for (const app of apps.reverse()) await app.close();
+    }
+  }, 120000);
+});
