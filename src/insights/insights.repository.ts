@@ -51,21 +51,48 @@ export class InsightsRepository {
   constructor(private readonly txHost: MetadataTransactions) {}
 
   /**
-   * The latest sample before `at` (within a day) of each database. One backward step of the primary
-   * key (database_id, sampled_at) per database: reading the day's samples and keeping the latest
-   * would touch a day of rows per database (1,440 at a 60 s interval).
+   * The latest sample before `at` (within a day) of each database: the baseline of the next
+   * sample's deltas. One backward step of the primary key (database_id, sampled_at) per database:
+   * reading the day's samples and keeping the latest would touch a day of rows per database (1,440
+   * at a 60 s interval). A sample whose statistics read failed recorded no counters (or no statement
+   * counters): for a pass that has them (`read`), those of the latest earlier sample that recorded
+   * them are taken instead, so the errors and calls of the failed stretch are counted, not lost.
+   * That second step runs only where the latest sample lacks them.
    */
-  async previousSamples(ids: string[], at: Date): Promise<Map<string, PreviousSample>> {
+  async previousSamples(
+    ids: string[],
+    at: Date,
+    read: { counters: boolean; statements: boolean } = { counters: true, statements: true },
+  ): Promise<Map<string, PreviousSample>> {
     const rows = await this.txHost.tx.query<PreviousSample[]>(
-      `SELECT s.database_id, s.sampled_at, s.counters, s.statement_calls::text, s.statement_exec_ms
+      `SELECT s.database_id, s.sampled_at, COALESCE(s.counters, c.counters) AS counters,
+              COALESCE(s.statement_calls, st.statement_calls)::text AS statement_calls,
+              CASE WHEN s.statement_calls IS NULL THEN st.statement_exec_ms ELSE s.statement_exec_ms END
+                AS statement_exec_ms
          FROM unnest($1::uuid[]) AS d(id)
         CROSS JOIN LATERAL (
                SELECT database_id, sampled_at, counters, statement_calls, statement_exec_ms
                  FROM database_telemetry_samples
                 WHERE database_id = d.id AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'
                 ORDER BY sampled_at DESC
-                LIMIT 1) s`,
-      [ids, at],
+                LIMIT 1) s
+         LEFT JOIN LATERAL (
+               SELECT counters
+                 FROM database_telemetry_samples
+                WHERE $3 AND s.counters IS NULL
+                  AND database_id = d.id AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'
+                  AND counters IS NOT NULL
+                ORDER BY sampled_at DESC
+                LIMIT 1) c ON true
+         LEFT JOIN LATERAL (
+               SELECT statement_calls, statement_exec_ms
+                 FROM database_telemetry_samples
+                WHERE $4 AND s.statement_calls IS NULL
+                  AND database_id = d.id AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'
+                  AND statement_calls IS NOT NULL
+                ORDER BY sampled_at DESC
+                LIMIT 1) st ON true`,
+      [ids, at, read.counters, read.statements],
     );
     return new Map(rows.map((r) => [r.database_id, r]));
   }

@@ -233,6 +233,7 @@ export class TelemetrySampler {
       const previous = await this.samples.previousSamples(
         batch.map((d) => d.id),
         at,
+        { counters: counters.size > 0, statements: statements !== null },
       );
       const rows = batch.map((d, i): NewSample => {
         const prev = previous.get(d.id);

@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { ServerTelemetry } from '../../src/data-plane/telemetry';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
 import { sampleServerJobId } from '../../src/insights/telemetry-jobs';
@@ -435,5 +436,89 @@ describe('storage of a claimed instant database', () => {
     expect(Number(lines[0].amount)).toBeCloseTo(expected, 5);
     const storage = Math.round(Number(lines[0].amount) * 100) / 100;
     expect(res.body).toEqual({ ym, totals: { compute: 0, subscription: 0, storage, total: storage } });
+  }, 60000);
+});
+
+describe('a telemetry pass whose statistics read failed', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ DATABASE_POOL_TARGET: '0' });
+    await t.app.get(JobDispatcher).queue(Queues.Telemetry).pause(true);
+  });
+  afterAll(() => t?.close());
+
+  it('is no baseline: the next pass counts the errors and queries since the last sample that read them', async () => {
+    const auth = (await createDeveloperWithToken(t.app)).auth;
+    const { slug } = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, slug);
+    const sampler = t.app.get(TelemetrySampler);
+    const found = (await sampler.serverToSample((await databaseRow(t, db.id)).server_id!))!;
+    const server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
+    const t0 = new Date(Math.floor((Date.now() - 3 * 3_600_000) / MINUTE) * MINUTE);
+    const at = (minutes: number) => new Date(t0.getTime() + minutes * MINUTE);
+
+    expect(await sampler.sampleServer(server, at(0))).toMatchObject({ sampled: 1, statementsAvailable: true });
+    // Customer work: a failing statement and 30 queries, seen by pg_stat_database once the session ends.
+    const cred = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
+      .body as { id: string; password: string };
+    const session = await connectAs(db.dbHost!, cred.id, cred.password);
+    for (let i = 0; i < 30; i++) await session.query('SELECT $1::int AS n', [i]);
+    await expect(session.query('SELECT 1 / 0')).rejects.toThrow(/division by zero/);
+    await session.end();
+    const physical = (await databaseRow(t, db.id)).physical_name;
+    const rollbacks = async () => {
+      const c = new Client({ connectionString: process.env.DATA_PLANE_URL });
+      await c.connect();
+      try {
+        const { rows } = await c.query<{ n: number }>(
+          'SELECT xact_rollback::int AS n FROM pg_stat_database WHERE datname = $1',
+          [physical],
+        );
+        return rows[0].n;
+      } finally {
+        await c.end();
+      }
+    };
+    for (let i = 0; i < 50 && (await rollbacks()) < 1; i++) await new Promise((r) => setTimeout(r, 100));
+
+    // Minute 1: the statistics read fails; the probe still finds the database up.
+    const failed = jest
+      .spyOn(ServerTelemetry.prototype, 'databaseCounters')
+      .mockRejectedValueOnce(new Error('simulated failure of the statistics read'));
+    try {
+      expect(await sampler.sampleServer(server, at(1))).toMatchObject({
+        sampled: 1,
+        up: 1,
+        statementsAvailable: false,
+      });
+    } finally {
+      failed.mockRestore();
+    }
+    // Minute 2: read again; its deltas reach back to minute 0.
+    expect(await sampler.sampleServer(server, at(2))).toMatchObject({ sampled: 1, statementsAvailable: true });
+
+    const rows = await t.dataSource.query<
+      { counters: unknown; error_deltas: Record<string, number>; statement_calls_delta: string | null }[]
+    >(
+      `SELECT counters, error_deltas, statement_calls_delta::text FROM database_telemetry_samples
+        WHERE database_id = $1 AND sampled_at BETWEEN $2 AND $3 ORDER BY sampled_at`,
+      [db.id, at(0), at(2)],
+    );
+    expect(rows.map((r) => r.counters === null)).toEqual([false, true, false]);
+    expect(rows[1]).toMatchObject({ error_deltas: {}, statement_calls_delta: null });
+    expect(rows[2].error_deltas.xact_rollback).toBeGreaterThanOrEqual(1);
+    expect(Number(rows[2].statement_calls_delta)).toBeGreaterThanOrEqual(30);
+
+    const errors = await t.http
+      .get(
+        `/workspaces/${slug}/databases/${db.id}/insights/errors?start=${at(0).toISOString()}&end=${at(3).toISOString()}&granularity=1m`,
+      )
+      .set(auth)
+      .expect(200);
+    expect(errors.body.points).toContainEqual({
+      timestamp: at(2).toISOString(),
+      source: 'pg_stat_database.xact_rollback',
+      errorCount: rows[2].error_deltas.xact_rollback,
+    });
   }, 60000);
 });

@@ -26,6 +26,8 @@ interface PlanNode {
   'Scan Direction'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
+  'Index Cond'?: string;
+  'Recheck Cond'?: string;
   Plans?: PlanNode[];
 }
 
@@ -209,7 +211,7 @@ describe('telemetry reads at fleet scale', () => {
 
   describe('previous samples', () => {
     const at = new Date(Math.floor(Date.now() / MINUTE) * MINUTE - 3 * DAY);
-    const ids = { busy: idOf(0xd1), stale: idOf(0xd2), edge: idOf(0xd3), none: idOf(0xd4) };
+    const ids = { busy: idOf(0xd1), stale: idOf(0xd2), edge: idOf(0xd3), none: idOf(0xd4), gap: idOf(0xd5) };
 
     beforeAll(async () => {
       const sample = (id: string, when: Date, calls: number) =>
@@ -233,12 +235,20 @@ describe('telemetry reads at fleet scale', () => {
       // More than a day before: no baseline. Exactly a day before: still one.
       await sample(ids.stale, new Date(at.getTime() - DAY - MINUTE), 7);
       await sample(ids.edge, new Date(at.getTime() - DAY), 8);
+      // The latest sample's statistics read failed (no counters): the one before is the baseline.
+      await sample(ids.gap, new Date(at.getTime() - 3 * MINUTE), 5);
+      await t.dataSource.query(
+        `INSERT INTO database_telemetry_samples (database_id, sampled_at, workspace_id, server_key, observed_seconds,
+           up_seconds, statements_available)
+         VALUES ($1, $2, $3, 'k', 60, 60, false)`,
+        [ids.gap, new Date(at.getTime() - MINUTE), workspaceId],
+      );
       await t.dataSource.query('ANALYZE database_telemetry_samples');
     });
 
     it('is the latest sample before the moment, within a day', async () => {
       const previous = await t.app.get(InsightsRepository).previousSamples(Object.values(ids), at);
-      expect([...previous.keys()].sort()).toEqual([ids.busy, ids.edge]);
+      expect([...previous.keys()].sort()).toEqual([ids.busy, ids.edge, ids.gap]);
       expect(previous.get(ids.busy)).toEqual({
         database_id: ids.busy,
         sampled_at: new Date(at.getTime() - MINUTE),
@@ -247,10 +257,23 @@ describe('telemetry reads at fleet scale', () => {
         statement_exec_ms: 21,
       });
       expect(previous.get(ids.edge)).toMatchObject({ sampled_at: new Date(at.getTime() - DAY), statement_calls: '8' });
+      // The moment is the latest sample's (the time observed since); the counters are the latest read.
+      expect(previous.get(ids.gap)).toEqual({
+        database_id: ids.gap,
+        sampled_at: new Date(at.getTime() - MINUTE),
+        counters: { xact_rollback: '5' },
+        statement_calls: '5',
+        statement_exec_ms: 2.5,
+      });
+      // A pass that read no counters has no use for older ones.
+      const unread = await t.app
+        .get(InsightsRepository)
+        .previousSamples([ids.gap], at, { counters: false, statements: false });
+      expect(unread.get(ids.gap)).toMatchObject({ counters: null, statement_calls: null, statement_exec_ms: null });
       expect((await t.app.get(InsightsRepository).previousSamples([], at)).size).toBe(0);
     });
 
-    it("reads one row of the primary key per database, not the day's samples", async () => {
+    it("reads one row of the primary key per database, not the day's samples (two where a read failed)", async () => {
       const query = jest.spyOn(t.dataSource.manager, 'query');
       let sql: string, params: unknown[];
       try {
@@ -261,13 +284,20 @@ describe('telemetry reads at fleet scale', () => {
       }
       const nodes = await plan(sql, params, true);
       const samples = nodes.filter((n) => n['Relation Name'] === 'database_telemetry_samples');
-      expect(samples).toHaveLength(1);
-      expect(samples[0]['Index Name']).toMatch(/^PK_/);
-      expect(samples[0]['Scan Direction']).toBe('Backward');
-      expect(samples[0]['Actual Loops']).toBe(Object.keys(ids).length);
-      // At most one row a database (Actual Rows is the average per loop).
-      expect(samples[0]['Actual Rows']).toBeLessThanOrEqual(1);
-      expect(nodes.map((n) => n['Node Type'])).not.toContain('Sort');
+      // The latest sample of each database: one step back along the primary key, at most one row a
+      // database (Actual Rows is the average per loop), so no sort.
+      const [latest, ...earlier] = samples;
+      expect(latest['Index Name']).toMatch(/^PK_/);
+      expect(latest['Scan Direction']).toBe('Backward');
+      expect(latest['Actual Loops']).toBe(Object.keys(ids).length);
+      expect(latest['Actual Rows']).toBeLessThanOrEqual(1);
+      // Then, only where that one has none (here: the one database whose read failed), the latest
+      // with counters and the latest with statement counters, within that database's day.
+      expect(earlier).toHaveLength(2);
+      for (const scan of earlier) {
+        expect(scan['Actual Loops']).toBe(1);
+        expect(scan['Index Cond'] ?? scan['Recheck Cond']).toMatch(/^\(\(database_id = d\.id\) AND \(sampled_at < /);
+      }
     });
   });
 });
