@@ -100,7 +100,8 @@ export class InsightsRepository {
   /**
    * Inserts the samples and adds their storage to each database's month for the sample's workspace
    * (the one holding the database when the pass began: after a claim, the claiming one), in one
-   * statement: a sample already recorded (same database and moment) is skipped and adds nothing.
+   * statement. A sample stands for the interval that ends at its moment, so its month is the one of
+   * the instant just before (the pass at 00:00Z on the 1st adds to the month that just ended): a sample already recorded (same database and moment) is skipped and adds nothing.
    * Answers how many samples were inserted.
    */
   async insertSamplesWithStorage(rows: NewSample[], at: Date): Promise<number> {
@@ -125,7 +126,8 @@ export class InsightsRepository {
          RETURNING database_id, workspace_id, size_bytes, observed_seconds
        ), stored AS (
          INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
-         SELECT database_id, to_char($2::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'), workspace_id,
+         SELECT database_id, to_char(($2::timestamptz - interval '1 microsecond') AT TIME ZONE 'UTC', 'YYYY-MM'),
+                workspace_id,
                 size_bytes::numeric * observed_seconds, observed_seconds
            FROM inserted WHERE size_bytes IS NOT NULL
          ON CONFLICT (database_id, ym, workspace_id) DO UPDATE

@@ -15,7 +15,7 @@ export class StorageUsageEntity {
   @PrimaryColumn({ name: 'database_id', type: 'uuid' })
   databaseId!: string;
 
-  /** The month, `YYYY-MM` (UTC) of the samples. */
+  /** The month, `YYYY-MM` (UTC), of the intervals the samples stand for (each ends at its sample). */
   @PrimaryColumn({ type: 'char', length: 7 })
   ym!: string;
 

@@ -522,3 +522,47 @@ describe('a telemetry pass whose statistics read failed', () => {
     });
   }, 60000);
 });
+
+describe('storage metered at a month boundary', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ DATABASE_POOL_TARGET: '0' });
+    await t.app.get(JobDispatcher).queue(Queues.Telemetry).pause(true);
+  });
+  afterAll(() => t?.close());
+
+  it('the sample taken at 00:00Z on the 1st adds to the month its interval belongs to: the one that just ended', async () => {
+    const auth = (await createDeveloperWithToken(t.app)).auth;
+    const { slug } = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, slug);
+    const sampler = t.app.get(TelemetrySampler);
+    const found = (await sampler.serverToSample((await databaseRow(t, db.id)).server_id!))!;
+    const server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
+    const now = new Date();
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const previousYm = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 7);
+
+    // The minute before midnight, then the minute after it.
+    expect(await sampler.sampleServer(server, monthStart)).toMatchObject({ sampled: 1 });
+    expect(await sampler.sampleServer(server, new Date(monthStart.getTime() + MINUTE))).toMatchObject({ sampled: 1 });
+
+    const samples = await t.dataSource.query<{ size_bytes: string; observed_seconds: number }[]>(
+      `SELECT size_bytes::text, observed_seconds FROM database_telemetry_samples
+        WHERE database_id = $1 AND sampled_at = ANY($2::timestamptz[]) ORDER BY sampled_at`,
+      [db.id, [monthStart, new Date(monthStart.getTime() + MINUTE)]],
+    );
+    expect(samples).toHaveLength(2);
+    const [atMidnight] = samples;
+    expect(
+      await t.dataSource.query(
+        'SELECT byte_seconds::text, observed_seconds::text FROM database_storage_usage WHERE database_id = $1 AND ym = $2',
+        [db.id, previousYm],
+      ),
+    ).toEqual([
+      {
+        byte_seconds: (BigInt(atMidnight.size_bytes) * BigInt(atMidnight.observed_seconds)).toString(),
+        observed_seconds: String(atMidnight.observed_seconds),
+      },
+    ]);
+  }, 60000);
+});
