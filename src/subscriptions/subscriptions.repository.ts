@@ -75,6 +75,11 @@ export class SubscriptionsRepository {
     return this.repo.find({ where: { workspaceId }, order: { validFrom: 'DESC', created: 'DESC' } });
   }
 
+  /** The workspace's row that starts last (the current one, or a pending change). */
+  findLatest(workspaceId: string): Promise<SubscriptionEntity | null> {
+    return this.repo.findOne({ where: { workspaceId }, order: { validFrom: 'DESC' } });
+  }
+
   /** Deletes the rows starting after `now` (pending changes). */
   async dropPending(workspaceId: string, now: Date): Promise<void> {
     await this.repo

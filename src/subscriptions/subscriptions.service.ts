@@ -84,7 +84,9 @@ export class SubscriptionsService {
   /**
    * Changes the level at `effectiveAt` (now when omitted): the current row ends there and a row at
    * the new level starts there. Pending rows (an earlier scheduled change) are replaced; asking for
-   * the level already current just cancels them. Answers the row that holds the level asked for.
+   * the level already current just cancels them, and a scheduled close with them. A scheduled close
+   * otherwise stands: the new level holds until it, and a change from the close on is refused (400).
+   * Answers the row that holds the level asked for.
    */
   change(
     workspace: WorkspaceEntity,
@@ -113,14 +115,27 @@ export class SubscriptionsService {
     at: Date,
     now: Date,
   ): Promise<SubscriptionEntity> {
+    // A scheduled close: the end of the row that starts last (the current one, or a pending change).
+    const closesAt = (await this.subscriptions.findLatest(workspace.id))?.validTo ?? null;
+    if (current.level !== level && closesAt && at.getTime() >= closesAt.getTime()) {
+      throw new ApiException(
+        ErrorCode.BadRequest,
+        `Subscription ${current.id} is closed from ${closesAt.toISOString()}; a change from then on would come after its end (change to ${current.level} to cancel the close, or start a new subscription with POST once it has ended)`,
+      );
+    }
     await this.subscriptions.dropPending(workspace.id, now);
     current.implicit = false;
-    if (current.level === level || current.validFrom.getTime() === at.getTime()) {
-      // Same level: nothing changes but the pending rows are gone. Same instant as the current
-      // row's start: the row has not held its level for any time, so it simply takes the new one.
-      if (current.level !== level) current.changedBy = callerId;
-      current.level = level;
+    if (current.level === level) {
+      // Same level: nothing changes but the pending rows, and a scheduled close, are gone.
       current.validTo = null;
+      return this.subscriptions.save(current);
+    }
+    if (current.validFrom.getTime() === at.getTime()) {
+      // Same instant as the current row's start: the row has not held its level for any time, so it
+      // simply takes the new one (until the scheduled close, if any).
+      current.changedBy = callerId;
+      current.level = level;
+      current.validTo = closesAt;
       return this.subscriptions.save(current);
     }
     current.validTo = at;
@@ -129,7 +144,7 @@ export class SubscriptionsService {
       workspaceId: workspace.id,
       level,
       validFrom: at,
-      validTo: null,
+      validTo: closesAt,
       changedBy: callerId,
     });
   }

@@ -400,6 +400,56 @@ describe('workspace subscription', () => {
       expect((await rows(ws.id)).map((r) => r.id)).toEqual([free.subscriptionId]);
     });
 
+    it('after a scheduled close, a change holds the new level until the close; one from the close on is refused; the current level cancels the close', async () => {
+      const ws = await createWorkspace(t, auth);
+      const free = await current(ws.slug);
+      const end = inHours(3);
+      await t.http
+        .delete(`${path(ws.slug)}/${free.subscriptionId}`)
+        .query({ validTo: end })
+        .set(auth)
+        .expect(200);
+
+      // From the close on: it would bill past the end.
+      for (const validFrom of [end, inHours(4)]) {
+        const late = await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO', validFrom });
+        expect(late.status).toBe(400);
+        expect(late.body).toEqual({
+          errorCode: 'bad_request',
+          message: `Subscription ${free.subscriptionId} is closed from ${end}; a change from then on would come after its end (change to FREE to cancel the close, or start a new subscription with POST once it has ended)`,
+          statusCode: 400,
+        });
+      }
+      expect((await rows(ws.id)).map((r) => [r.id, r.level, r.valid_to])).toEqual([
+        [free.subscriptionId, 'FREE', new Date(end)],
+      ]);
+
+      // Before it: PRO from then until the close.
+      const at = inHours(1);
+      const pro = (await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO', validFrom: at }).expect(200))
+        .body as SubscriptionBody;
+      expect(pro).toEqual({
+        workspace: ws.slug,
+        level: 'PRO',
+        validFrom: at,
+        validTo: end,
+        subscriptionId: expect.any(String),
+      });
+      expect((await rows(ws.id)).map((r) => [r.id, r.level, r.valid_from, r.valid_to])).toEqual([
+        [free.subscriptionId, 'FREE', new Date(free.validFrom), new Date(at)],
+        [pro.subscriptionId, 'PRO', new Date(at), new Date(end)],
+      ]);
+      // That was a scheduled change, not a close: changing it again moves it.
+      const later = inHours(2);
+      const moved = (await t.http.put(path(ws.slug)).set(auth).send({ level: 'PRO', validFrom: later }).expect(200))
+        .body as SubscriptionBody;
+      expect(moved).toMatchObject({ validFrom: later, validTo: end });
+
+      // The current level cancels the pending change and the close.
+      expect((await t.http.put(path(ws.slug)).set(auth).send({ level: 'FREE' }).expect(200)).body).toEqual(free);
+      expect((await rows(ws.id)).map((r) => [r.id, r.valid_to])).toEqual([[free.subscriptionId, null]]);
+    });
+
     it('refuses to close a row that ended or has not started, or an unknown one', async () => {
       const ws = await createWorkspace(t, auth);
       const free = await current(ws.slug);
