@@ -1,6 +1,6 @@
 import { Client, type Pool, type PoolClient } from 'pg';
 import { withinMs } from '../common/within-ms';
-import { isUnavailability } from './data-plane.service';
+import { isDatabaseFull, isUnavailability } from './data-plane.service';
 import { assertPhysicalName } from './physical-names';
 
 /**
@@ -143,7 +143,8 @@ export class ServerTelemetry {
 }
 
 /**
- * What a ready probe found: `up` (the database answered `SELECT 1`), `down` (the server answered and
+ * What a ready probe found: `up` (the database answered `SELECT 1`, or refused the probe only because
+ * its customers hold every session of its CONNECTION LIMIT), `down` (the server answered and
  * refused or failed it: the database is not there, not accepting connections, …) or `unanswered`
  * (no answer within the timeout, or a failure that says the server is not answering as it should:
  * refused connection, too many clients, starting up; see isUnavailability). Both of the last count
@@ -174,6 +175,9 @@ export async function probeDatabase(
   try {
     return await withinMs(probe, timeoutMs, () => timedOut);
   } catch (err) {
+    // Refused by the database's own CONNECTION LIMIT (the admin is counted when it is no superuser):
+    // its customers hold every session it allows, which is the database serving them, not an outage.
+    if (isDatabaseFull(err)) return 'up';
     return err === timedOut || isUnavailability(err) ? 'unanswered' : 'down';
   } finally {
     await client.end().catch(() => undefined);

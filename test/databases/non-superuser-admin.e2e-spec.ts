@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
 import {
   Auth,
@@ -94,6 +95,31 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
       expect(rows).toEqual([{ owner: `${(await databaseRow(t, db.id)).physical_name}_owner` }]);
     } finally {
       await session.end();
+    }
+  });
+
+  it('records a database whose customers hold every session of its limit as up: the limit refusing the probe is theirs, not an outage', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const { physical_name: physical, server_id: serverId } = await databaseRow(t, db.id);
+    const res = await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200);
+    const { id, password } = res.body as { id: string; password: string };
+    await onDataPlane((c) => c.query(`ALTER DATABASE ${c.escapeIdentifier(physical)} CONNECTION LIMIT 2`));
+    const sessions = [await connectAs(db.dbHost!, id, password), await connectAs(db.dbHost!, id, password)];
+    try {
+      await expect(connectAs(db.dbHost!, id, password)).rejects.toThrow(/too many connections for database/);
+      const sampler = t.app.get(TelemetrySampler);
+      const found = (await sampler.serverToSample(serverId!))!;
+      const server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
+      const at = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 3_600_000);
+      expect(await sampler.sampleServer(server, at)).toMatchObject({ sampled: 1, up: 1, unprobed: 0 });
+      expect(
+        await t.dataSource.query(
+          'SELECT observed_seconds, up_seconds FROM database_telemetry_samples WHERE database_id = $1 AND sampled_at = $2',
+          [db.id, at],
+        ),
+      ).toEqual([{ observed_seconds: 60, up_seconds: 60 }]);
+    } finally {
+      for (const session of sessions) await session.end();
     }
   });
 
