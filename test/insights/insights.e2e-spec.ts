@@ -439,7 +439,7 @@ describe('storage of a claimed instant database', () => {
   }, 60000);
 });
 
-describe('a telemetry pass whose statistics read failed', () => {
+describe('telemetry passes driven by hand over a database of their own', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp({ DATABASE_POOL_TARGET: '0' });
@@ -447,13 +447,19 @@ describe('a telemetry pass whose statistics read failed', () => {
   });
   afterAll(() => t?.close());
 
-  it('is no baseline: the next pass counts the errors and queries since the last sample that read them', async () => {
+  /** A READY database in a new workspace, and what a pass over it alone samples. */
+  async function ownDatabase() {
     const auth = (await createDeveloperWithToken(t.app)).auth;
     const { slug } = await createWorkspace(t, auth);
     const db = await createReadyDatabase(t, auth, slug);
     const sampler = t.app.get(TelemetrySampler);
     const found = (await sampler.serverToSample((await databaseRow(t, db.id)).server_id!))!;
     const server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
+    return { auth, slug, db, sampler, server };
+  }
+
+  it('after one whose statistics read failed count the errors and queries since the last sample that read them', async () => {
+    const { auth, slug, db, sampler, server } = await ownDatabase();
     const t0 = new Date(Math.floor((Date.now() - 3 * 3_600_000) / MINUTE) * MINUTE);
     const at = (minutes: number) => new Date(t0.getTime() + minutes * MINUTE);
 
@@ -521,23 +527,9 @@ describe('a telemetry pass whose statistics read failed', () => {
       errorCount: rows[2].error_deltas.xact_rollback,
     });
   }, 60000);
-});
 
-describe('storage metered at a month boundary', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await createTestApp({ DATABASE_POOL_TARGET: '0' });
-    await t.app.get(JobDispatcher).queue(Queues.Telemetry).pause(true);
-  });
-  afterAll(() => t?.close());
-
-  it('the sample taken at 00:00Z on the 1st adds to the month its interval belongs to: the one that just ended', async () => {
-    const auth = (await createDeveloperWithToken(t.app)).auth;
-    const { slug } = await createWorkspace(t, auth);
-    const db = await createReadyDatabase(t, auth, slug);
-    const sampler = t.app.get(TelemetrySampler);
-    const found = (await sampler.serverToSample((await databaseRow(t, db.id)).server_id!))!;
-    const server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
+  it('meter the storage of the sample taken at 00:00Z on the 1st to the month its interval belongs to: the one that just ended', async () => {
+    const { db, sampler, server } = await ownDatabase();
     const now = new Date();
     const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
     const previousYm = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 7);
