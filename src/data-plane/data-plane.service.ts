@@ -81,7 +81,7 @@ function heldBy(holder: string, physical: string): string {
 function adminMemberOfUnlessSuperuser(role: string): string {
   return `DO $$BEGIN
       IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
-        EXECUTE format('GRANT %I TO CURRENT_USER', ${escapeLiteral(role)});
+        EXECUTE pg_catalog.format('GRANT %I TO CURRENT_USER', ${escapeLiteral(role)});
       END IF;
     END$$`;
 }
@@ -948,7 +948,14 @@ export class DataPlane implements OnApplicationShutdown {
   private async connectTo(t: DataPlaneTarget, physical: string): Promise<Client> {
     const url = new URL(t.url);
     url.pathname = `/${assertPhysicalName(physical)}`;
-    const db = new Client({ ...this.connectionOptions(), connectionString: url.toString() });
+    const db = new Client({
+      ...this.connectionOptions(),
+      connectionString: url.toString(),
+      // The tenant owns the database's `public` schema: a function or operator of theirs there must
+      // never be what the admin's statements resolve to (it would run with the admin's rights). A
+      // startup option, so no setting of the database or a role can change it.
+      options: '-c search_path=pg_catalog,pg_temp',
+    });
     db.on('error', () => undefined);
     try {
       await db.connect();

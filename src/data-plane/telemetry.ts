@@ -164,6 +164,8 @@ export async function probeDatabase(
     query_timeout: timeoutMs,
     statement_timeout: timeoutMs,
     application_name: 'control-plane-probe',
+    // In a tenant's database: nothing of theirs in `public` is resolved (see DataPlane.connectTo).
+    options: '-c search_path=pg_catalog,pg_temp',
   });
   client.on('error', () => undefined);
   const probe = (async (): Promise<ProbeOutcome> => {

@@ -10,6 +10,7 @@ import {
   physicalDatabaseExists,
   roleExists,
   connectAs,
+  queryAs,
   unique,
 } from './support';
 
@@ -121,6 +122,57 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
     } finally {
       for (const session of sessions) await session.end();
     }
+  });
+
+  it("runs nothing of a tenant's as the admin: a function planted in the database's public schema is not what the admin's statements call", async () => {
+    // Another tenant's database, holding data.
+    const victim = await createDeveloperWithToken(t.app);
+    const victimSlug = (await createWorkspace(t, victim.auth)).slug;
+    const victimDb = await createReadyDatabase(t, victim.auth, victimSlug);
+    const victimCred = (
+      await t.http.post(`/workspaces/${victimSlug}/databases/${victimDb.name}/credentials`).set(victim.auth).expect(200)
+    ).body as { id: string; password: string };
+    await queryAs(
+      victimDb.dbHost!,
+      victimCred.id,
+      victimCred.password,
+      "CREATE TABLE secrets (v text); INSERT INTO secrets VALUES ('theirs')",
+    );
+    const victimOwner = `${(await databaseRow(t, victimDb.id)).physical_name}_owner`;
+
+    // The attacker's database: its credential acts as the owner of `public`, and plants there a
+    // format(text, text), a closer match than pg_catalog's for untyped literals, that would grant it
+    // the other tenant's owner role if the admin ever called it.
+    const own = await createReadyDatabase(t, auth, slug);
+    const cred = (await t.http.post(`/workspaces/${slug}/databases/${own.name}/credentials`).set(auth).expect(200))
+      .body as { id: string; password: string };
+    await queryAs(
+      own.dbHost!,
+      cred.id,
+      cred.password,
+      `CREATE FUNCTION public.format(text, text) RETURNS text LANGUAGE plpgsql AS $f$
+         BEGIN
+           EXECUTE 'GRANT ' || quote_ident('${victimOwner}') || ' TO ' || quote_ident('${cred.id}');
+           RETURN pg_catalog.format($1, $2);
+         END $f$`,
+    );
+    // Making the next credential runs the admin's statements in that database.
+    await t.http.post(`/workspaces/${slug}/databases/${own.name}/credentials`).set(auth).expect(200);
+
+    const member = await onDataPlane(
+      async (db) =>
+        (
+          await db.query(
+            `SELECT 1 FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid JOIN pg_roles u ON u.oid = m.member
+            WHERE r.rolname = $1 AND u.rolname = $2`,
+            [victimOwner, cred.id],
+          )
+        ).rowCount,
+    );
+    expect(member).toBe(0);
+    await expect(
+      queryAs(victimDb.dbHost!, cred.id, cred.password, `SET ROLE "${victimOwner}"; SELECT v FROM secrets`),
+    ).rejects.toThrow(/permission denied/);
   });
 
   it('revokes a credential (its role and what it owned go) and finalizes a deleted database with all its roles', async () => {
