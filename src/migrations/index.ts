@@ -14,6 +14,7 @@ import { ImplicitSubscription1795800000003 } from './1795800000003-ImplicitSubsc
 import { InviteSends1795800000004 } from './1795800000004-InviteSends';
 import { BillingEndAndAmountPrecision1795800000005 } from './1795800000005-BillingEndAndAmountPrecision';
 import { InstantDatabaseClaimLimits1795800000006 } from './1795800000006-InstantDatabaseClaimLimits';
+import { ImplicitSubscriptionMilliseconds1795800000007 } from './1795800000007-ImplicitSubscriptionMilliseconds';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -33,4 +34,5 @@ export const MIGRATIONS: (new () => object)[] = [
   InviteSends1795800000004,
   BillingEndAndAmountPrecision1795800000005,
   InstantDatabaseClaimLimits1795800000006,
+  ImplicitSubscriptionMilliseconds1795800000007,
 ];

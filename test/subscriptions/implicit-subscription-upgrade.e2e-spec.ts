@@ -10,7 +10,7 @@ describe('an install whose subscriptions do not yet mark the FREE row given at c
   let url: string;
   afterAll(() => dropMetadataDatabase(url));
 
-  it('marks implicit only the untouched given rows (the only row, FREE, from creation, open, changed by nobody), and reverts', async () => {
+  it('marks implicit only the untouched given rows (the only row, FREE, from creation, open, changed by nobody), those written to the millisecond too, and reverts', async () => {
     const base = new URL(process.env.DATABASE_URL!);
     base.pathname = `${base.pathname}_implicit_${unique()}`;
     url = base.toString();
@@ -24,10 +24,10 @@ describe('an install whose subscriptions do not yet mark the FREE row given at c
     const created = '2026-01-01T00:00:00Z';
     const later = '2026-02-01T00:00:00Z';
     const developer = randomUUID();
-    const workspace = async (name: string): Promise<string> => {
+    const workspace = async (name: string, at = created): Promise<string> => {
       const [row] = await previous.query<{ id: string }[]>(
         'INSERT INTO workspaces (name, slug, created) VALUES ($1, $1, $2) RETURNING id',
-        [`${name}-${unique()}`, created],
+        [`${name}-${unique()}`, at],
       );
       return row.id;
     };
@@ -47,6 +47,15 @@ describe('an install whose subscriptions do not yet mark the FREE row given at c
     };
     // Read but never written by a client: the one row given at creation.
     const given = await subscription(await workspace('given'), 'FREE', created, null, null);
+    // The same, written by a release that took the creation from a JavaScript Date: to the millisecond
+    // (`workspaces.created` has microseconds).
+    const givenToTheMillisecond = await subscription(
+      await workspace('given-ms', '2026-01-01T00:00:00.123456Z'),
+      'FREE',
+      '2026-01-01T00:00:00.123Z',
+      null,
+      null,
+    );
     // Changed to PRO: the given row ended, PRO started.
     const changedWs = await workspace('changed');
     const changedFree = await subscription(changedWs, 'FREE', created, later, null);
@@ -77,6 +86,7 @@ describe('an install whose subscriptions do not yet mark the FREE row given at c
       );
       expect(Object.fromEntries(marked)).toEqual({
         [given]: true,
+        [givenToTheMillisecond]: true,
         [changedFree]: false,
         [changedPro]: false,
         [closedFree]: false,
@@ -99,7 +109,7 @@ describe('an install whose subscriptions do not yet mark the FREE row given at c
         `SELECT column_name FROM information_schema.columns WHERE table_name = 'subscriptions' AND column_name = 'implicit'`,
       );
       expect(columns).toEqual([]);
-      expect(await db.query('SELECT count(*)::int AS n FROM subscriptions')).toEqual([{ n: 9 }]);
+      expect(await db.query('SELECT count(*)::int AS n FROM subscriptions')).toEqual([{ n: 10 }]);
     } finally {
       await db.destroy();
     }
