@@ -267,11 +267,19 @@ export class DatabasesService {
       }
       throw err;
     }
-    if (await this.databases.existsLiveNamed(target.id, database.name)) {
-      throw new ApiException(ErrorCode.BadRequest, `The workspace already has a database named ${database.name}`);
+    const nameTaken = () =>
+      new ApiException(ErrorCode.BadRequest, `The workspace already has a database named ${database.name}`);
+    if (await this.databases.existsLiveNamed(target.id, database.name)) throw nameTaken();
+    // Still live where it was: its code's expiry may have dropped it since it was read. A rename
+    // (which takes no plan lock) may have taken the name since the check: the unique index says so.
+    let moved: number;
+    try {
+      moved = await this.databases.moveToWorkspaceIfLiveIn(database.id, fromWorkspaceId, target.id);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw nameTaken();
+      throw err;
     }
-    // Still live where it was: its code's expiry may have dropped it since it was read.
-    if (!(await this.databases.moveToWorkspaceIfLiveIn(database.id, fromWorkspaceId, target.id))) throw gone();
+    if (!moved) throw gone();
     database.workspaceId = target.id;
     return database;
   }

@@ -6,7 +6,7 @@ import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
 import { Queues } from '../../src/queues/queue-names';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service';
-import { withFailingRows, withSlowRows } from '../support/slow-rows';
+import { untilAsleep, withFailingRows, withSlowRows } from '../support/slow-rows';
 import {
   createDeveloperWithToken,
   createIsolatedTestApp,
@@ -172,6 +172,56 @@ describe('instant databases without an account', () => {
     expect(clash.status).toBe(400);
     expect(clash.body.message).toBe(`The workspace already has a database named ${p.database.name}`);
     expect((await databaseRow(t, p.database.id)).deleted).toBeNull();
+  });
+
+  it('refuses a claim with 400 when a rename takes the name in the workspace while the claim moves the database', async () => {
+    const p = await provision();
+    const ws = await createWorkspace(t, auth);
+    const other = `other_${unique()}`;
+    await t.http
+      .post(`/workspaces/${ws.slug}/databases`)
+      .set(auth)
+      .send({ databaseName: other, region: 'AWS_US_WEST_2' })
+      .expect(201);
+    // The claim has found the name free; its move waits 1 s while the rename commits the name.
+    const claim = await withSlowRows(
+      t.dataSource,
+      {
+        table: 'databases',
+        on: 'UPDATE',
+        when: `NEW.id = '${p.database.id}'::uuid AND NEW.workspace_id IS DISTINCT FROM OLD.workspace_id`,
+        seconds: 1,
+      },
+      async () => {
+        const pending = t.http
+          .post(`/workspaces/${ws.slug}/databases/claim`)
+          .set(auth)
+          .send({ claimCode: p.claimCode });
+        const claimed = pending.then((res) => res);
+        await untilAsleep(t.dataSource);
+        await t.http
+          .put(`/workspaces/${ws.slug}/databases/${other}`)
+          .set(auth)
+          .send({ name: p.database.name })
+          .expect(200);
+        return claimed;
+      },
+    );
+    expect({ status: claim.status, body: claim.body as unknown }).toEqual({
+      status: 400,
+      body: {
+        errorCode: 'bad_request',
+        message: `The workspace already has a database named ${p.database.name}`,
+        statusCode: 400,
+      },
+    });
+    // Nothing moved: the database is still unclaimed, its code still good.
+    expect((await databaseRow(t, p.database.id)).workspace_id).not.toBe(ws.id);
+    const [claimRow] = await t.dataSource.query<{ claimed_at: Date | null }[]>(
+      'SELECT claimed_at FROM database_claims WHERE database_id = $1',
+      [p.database.id],
+    );
+    expect(claimRow.claimed_at).toBeNull();
   });
 
   it('gives a code claimed by two accounts at once to one of them; the other gets 404', async () => {
