@@ -15,6 +15,7 @@ import { InviteSends1795800000004 } from './1795800000004-InviteSends';
 import { BillingEndAndAmountPrecision1795800000005 } from './1795800000005-BillingEndAndAmountPrecision';
 import { InstantDatabaseClaimLimits1795800000006 } from './1795800000006-InstantDatabaseClaimLimits';
 import { ImplicitSubscriptionMilliseconds1795800000007 } from './1795800000007-ImplicitSubscriptionMilliseconds';
+import { StorageMonthOfBoundarySamples1795800000008 } from './1795800000008-StorageMonthOfBoundarySamples';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -35,4 +36,5 @@ export const MIGRATIONS: (new () => object)[] = [
   BillingEndAndAmountPrecision1795800000005,
   InstantDatabaseClaimLimits1795800000006,
   ImplicitSubscriptionMilliseconds1795800000007,
+  StorageMonthOfBoundarySamples1795800000008,
 ];
