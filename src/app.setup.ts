@@ -10,6 +10,7 @@ import { Logger } from 'nestjs-pino';
 import { REQUIRED_SCOPE_EXTENSION } from './auth/required-scope';
 import { AppConfig } from './config/app-config';
 import { installHttpMetrics, installMetricsEndpoint } from './observability/metrics-endpoint';
+import { limitOperatorAttempts } from './observability/operator-auth';
 import { JobDispatcher } from './queues/job-dispatcher';
 import { ALL_QUEUES } from './queues/queue-names';
 
@@ -92,6 +93,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     swaggerOptions: { showExtensions: true },
   });
 
+  // One budget of wrong attempts at the operator's credentials for every page they guard.
+  const operatorAttempts = limitOperatorAttempts(config.env.RATE_LIMIT_AUTH_PER_MINUTE);
   if (config.env.OPERATOR_PASSWORD) {
     const board = new ExpressAdapter();
     board.setBasePath('/admin/queues');
@@ -99,10 +102,11 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     createBullBoard({ queues: ALL_QUEUES.map((name) => new BullAdapter(jobs.queue(name))), serverAdapter: board });
     app.use(
       '/admin/queues',
+      operatorAttempts,
       basicAuth({ users: { operator: config.env.OPERATOR_PASSWORD }, challenge: true, realm: 'queues' }),
       board.getRouter(),
     );
   }
-  installMetricsEndpoint(app);
+  installMetricsEndpoint(app, operatorAttempts);
   return app;
 }

@@ -2,7 +2,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { AppConfig } from '../config/app-config';
 import { OperationsMetrics } from './operations-metrics';
-import { requireOperator } from './operator-auth';
+import { type NodeMiddleware, requireOperator } from './operator-auth';
 import { routeTemplateOf } from './route-template';
 
 /**
@@ -26,13 +26,14 @@ export function installHttpMetrics(app: NestExpressApplication): void {
 
 /**
  * `GET /metrics` (Prometheus text format) behind the operator's basic credentials, like the queue
- * dashboard; not served at all without OPERATOR_PASSWORD.
+ * dashboard, and their `attempts` limit (limitOperatorAttempts); not served at all without
+ * OPERATOR_PASSWORD.
  */
-export function installMetricsEndpoint(app: NestExpressApplication): void {
+export function installMetricsEndpoint(app: NestExpressApplication, attempts: NodeMiddleware): void {
   const password = app.get(AppConfig).env.OPERATOR_PASSWORD;
   if (!password) return;
   const metrics = app.get(OperationsMetrics);
-  app.use('/metrics', requireOperator(password), (req: Request, res: Response, next: NextFunction) => {
+  app.use('/metrics', attempts, requireOperator(password), (req: Request, res: Response, next: NextFunction) => {
     if (req.path !== '/' || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
     metrics.exposition().then(({ contentType, body }) => {
       res.setHeader('Content-Type', contentType);

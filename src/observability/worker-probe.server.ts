@@ -13,7 +13,7 @@ import { AppConfig } from '../config/app-config';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import { Readiness } from '../health/readiness';
 import { OperationsMetrics } from './operations-metrics';
-import { requireOperator, writeError } from './operator-auth';
+import { limitOperatorAttempts, requireOperator, writeError } from './operator-auth';
 
 /**
  * The worker's small HTTP port (WORKER_PORT): `/health/live`, `/health/ready` (the metadata
@@ -26,12 +26,15 @@ export class WorkerProbeServer implements OnApplicationBootstrap, BeforeApplicat
   private readonly logger = new Logger(WorkerProbeServer.name);
   private server?: Server;
   private draining = false;
+  private readonly operatorAttempts;
 
   constructor(
     private readonly config: AppConfig,
     private readonly readiness: Readiness,
     private readonly metrics: OperationsMetrics,
-  ) {}
+  ) {
+    this.operatorAttempts = limitOperatorAttempts(config.env.RATE_LIMIT_AUTH_PER_MINUTE);
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     const server = createServer((req, res) => {
@@ -87,10 +90,10 @@ export class WorkerProbeServer implements OnApplicationBootstrap, BeforeApplicat
     writeError(res, 404, ErrorCode.EntityNotFound, `No route for ${req.method} ${path}`);
   }
 
-  /** The worker's metrics, behind the operator's credentials as on the API. */
+  /** The worker's metrics, behind the operator's credentials and their attempts limit as on the API. */
   private async exposition(req: IncomingMessage, res: ServerResponse, password: string): Promise<void> {
     let allowed = false;
-    requireOperator(password)(req, res, () => (allowed = true));
+    await this.operatorAttempts(req, res, () => requireOperator(password)(req, res, () => (allowed = true)));
     if (!allowed) return;
     const { contentType, body } = await this.metrics.exposition();
     res.writeHead(200, { 'Content-Type': contentType, 'Cache-Control': 'no-store' });

@@ -22,6 +22,35 @@ describe('GET /metrics (Prometheus)', () => {
     });
   });
 
+  describe('wrong operator credentials', () => {
+    let t: TestApp;
+    beforeAll(async () => (t = await createTestApp({ OPERATOR_PASSWORD: PASSWORD, RATE_LIMIT_AUTH_PER_MINUTE: '3' })));
+    afterAll(() => t.close());
+
+    it('are limited per address across /metrics and the queue dashboard: past the limit every request is 429 with Retry-After, right credentials included; right ones never count', async () => {
+      for (let i = 0; i < 5; i++) await t.http.get('/metrics').auth('operator', PASSWORD).expect(200);
+      await t.http.get('/metrics').auth('operator', 'guess-1').expect(401);
+      await t.http.get('/admin/queues/api/queues').auth('operator', 'guess-2').expect(401);
+      await t.http.get('/metrics').expect(401);
+
+      for (const attempt of [
+        t.http.get('/metrics').auth('operator', 'guess-3'),
+        t.http.get('/metrics').auth('operator', PASSWORD),
+        t.http.get('/admin/queues/api/queues').auth('operator', PASSWORD),
+      ]) {
+        const res = await attempt;
+        expect(res.status).toBe(429);
+        expect(res.body).toEqual({
+          errorCode: 'threshold_exceeded',
+          message: expect.stringMatching(/^Too many attempts at the operator credentials; retry in \d+ s$/),
+          statusCode: 429,
+        });
+        expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
+      }
+    });
+  });
+
   describe('with OPERATOR_PASSWORD', () => {
     let t: TestApp;
     let serverId: string;

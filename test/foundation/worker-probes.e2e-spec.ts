@@ -88,6 +88,22 @@ describe("the worker's probe port", () => {
     expect(promtoolProblems(exposition)).toEqual({ status: 0, output: '' });
   });
 
+  it('limits wrong operator credentials on /metrics per address: then 429 with Retry-After, right ones included', async () => {
+    booted = await bootWorker({ OPERATOR_PASSWORD: 'operator-password-for-tests', RATE_LIMIT_AUTH_PER_MINUTE: '2' });
+    const basic = (password: string) => ({
+      headers: { authorization: `Basic ${Buffer.from(`operator:${password}`).toString('base64')}` },
+    });
+    expect((await booted.get('/metrics', basic('operator-password-for-tests'))).status).toBe(200);
+    expect((await booted.get('/metrics', basic('guess-1'))).status).toBe(401);
+    expect((await booted.get('/metrics', basic('guess-2'))).status).toBe(401);
+    for (const password of ['guess-3', 'operator-password-for-tests']) {
+      const res = await booted.get('/metrics', basic(password));
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(((await res.json()) as { errorCode: string }).errorCode).toBe('threshold_exceeded');
+    }
+  });
+
   it('does not serve /metrics without OPERATOR_PASSWORD', async () => {
     booted = await bootWorker({ OPERATOR_PASSWORD: '' });
     expect((await booted.get('/metrics')).status).toBe(404);
