@@ -22,6 +22,14 @@ interface PgError {
 const INVALID_VALUE_CODES = new Set(['22P02', '22001', '22003', '22007', '22021', '22P05']);
 
 /**
+ * PostgreSQL errors that say nothing about the request and are gone on a retry: a serialization
+ * failure (40001), a deadlock (40P01) and a statement cancelled by a server-side statement timeout
+ * (57014). Nothing here runs at SERIALIZABLE and every lock path takes its locks in one order, so
+ * none is expected; should one happen, the client is told to retry (503), not that it broke (500).
+ */
+const RETRYABLE_CODES = new Set(['40001', '40P01', '57014']);
+
+/**
  * Writes every error as `{errorCode, message, statusCode}`: ApiExceptions as thrown, Nest/Express
  * HTTP errors mapped by status, an unavailable dependency to 503 with Retry-After, PostgreSQL
  * constraint violations to 409/400, anything else to a 500 whose details stay in the log.
@@ -85,6 +93,12 @@ export class AllExceptionsFilter implements ExceptionFilter {
       }
       if (INVALID_VALUE_CODES.has(pg.code ?? '')) {
         return { body: body(ErrorCode.BadRequest, 'A value in the request is not valid', 400), headers: {} };
+      }
+      if (RETRYABLE_CODES.has(pg.code ?? '')) {
+        return {
+          body: body(ErrorCode.ServerError, 'The request met concurrent work and was rolled back; retry it', 503),
+          headers: { 'Retry-After': '1' },
+        };
       }
     }
     const typed = exception as { type?: string; status?: number; expose?: boolean };
