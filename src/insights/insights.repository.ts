@@ -16,6 +16,8 @@ export interface PreviousSample {
   counters: Record<string, string> | null;
   statement_calls: string | null;
   statement_exec_ms: number | null;
+  /** When `statement_calls` was read: the start of the span of the next statement deltas. */
+  statements_sampled_at: Date | null;
 }
 
 /** A sample to record (its moment is the pass's, given apart). */
@@ -56,8 +58,9 @@ export class InsightsRepository {
    * reading the day's samples and keeping the latest would touch a day of rows per database (1,440
    * at a 60 s interval). A sample whose statistics read failed recorded no counters (or no statement
    * counters): for a pass that has them (`read`), those of the latest earlier sample that recorded
-   * them are taken instead, so the errors and calls of the failed stretch are counted, not lost.
-   * That second step runs only where the latest sample lacks them.
+   * them are taken instead, so the errors and calls of the failed stretch are counted, not lost
+   * (with `statements_sampled_at`, the moment the calls were read, the rate's span). That second
+   * step runs only where the latest sample lacks them.
    */
   async previousSamples(
     ids: string[],
@@ -68,7 +71,8 @@ export class InsightsRepository {
       `SELECT s.database_id, s.sampled_at, COALESCE(s.counters, c.counters) AS counters,
               COALESCE(s.statement_calls, st.statement_calls)::text AS statement_calls,
               CASE WHEN s.statement_calls IS NULL THEN st.statement_exec_ms ELSE s.statement_exec_ms END
-                AS statement_exec_ms
+                AS statement_exec_ms,
+              CASE WHEN s.statement_calls IS NULL THEN st.sampled_at ELSE s.sampled_at END AS statements_sampled_at
          FROM unnest($1::uuid[]) AS d(id)
         CROSS JOIN LATERAL (
                SELECT database_id, sampled_at, counters, statement_calls, statement_exec_ms
@@ -85,7 +89,7 @@ export class InsightsRepository {
                 ORDER BY sampled_at DESC
                 LIMIT 1) c ON true
          LEFT JOIN LATERAL (
-               SELECT statement_calls, statement_exec_ms
+               SELECT statement_calls, statement_exec_ms, sampled_at
                  FROM database_telemetry_samples
                 WHERE $4 AND s.statement_calls IS NULL
                   AND database_id = d.id AND sampled_at < $2 AND sampled_at >= $2::timestamptz - interval '1 day'

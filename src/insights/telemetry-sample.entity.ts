@@ -34,7 +34,7 @@ export class TelemetrySampleEntity {
   @Column({ name: 'size_bytes', type: 'bigint', nullable: true })
   sizeBytes!: string | null;
 
-  /** Seconds between the previous counters read and this one (the span of the deltas). */
+  /** Seconds since the statement counters the deltas start from were read (the span of the statement deltas). */
   @Column({ name: 'delta_seconds', type: 'double precision', nullable: true })
   deltaSeconds!: number | null;
 

@@ -240,6 +240,11 @@ export class TelemetrySampler {
         const c = counters.get(d.physicalName);
         const s = statements?.get(d.physicalName);
         const gapSeconds = prev ? (at.getTime() - prev.sampled_at.getTime()) / 1000 : null;
+        // The statement deltas span from when their baseline was read (earlier than the previous
+        // sample when that one's statistics read failed).
+        const statementsSpan = prev?.statements_sampled_at
+          ? (at.getTime() - prev.statements_sampled_at.getTime()) / 1000
+          : gapSeconds;
         const observed = Math.max(
           1,
           Math.min(this.config.env.TELEMETRY_INTERVAL_SECONDS, Math.round(gapSeconds ?? Infinity)),
@@ -273,7 +278,7 @@ export class TelemetrySampler {
           observed_seconds: observed,
           up_seconds: isUp ? observed : 0,
           size_bytes: c?.sizeBytes ?? null,
-          delta_seconds: gapSeconds,
+          delta_seconds: statementsSpan,
           counters: current,
           error_deltas: Object.keys(errorDeltas).length ? errorDeltas : null,
           statements_available: statements !== null,

@@ -504,9 +504,14 @@ describe('telemetry passes driven by hand over a database of their own', () => {
     expect(await sampler.sampleServer(server, at(2))).toMatchObject({ sampled: 1, statementsAvailable: true });
 
     const rows = await t.dataSource.query<
-      { counters: unknown; error_deltas: Record<string, number>; statement_calls_delta: string | null }[]
+      {
+        counters: unknown;
+        error_deltas: Record<string, number>;
+        statement_calls_delta: string | null;
+        delta_seconds: number | null;
+      }[]
     >(
-      `SELECT counters, error_deltas, statement_calls_delta::text FROM database_telemetry_samples
+      `SELECT counters, error_deltas, statement_calls_delta::text, delta_seconds FROM database_telemetry_samples
         WHERE database_id = $1 AND sampled_at BETWEEN $2 AND $3 ORDER BY sampled_at`,
       [db.id, at(0), at(2)],
     );
@@ -514,6 +519,8 @@ describe('telemetry passes driven by hand over a database of their own', () => {
     expect(rows[1]).toMatchObject({ error_deltas: {}, statement_calls_delta: null });
     expect(rows[2].error_deltas.xact_rollback).toBeGreaterThanOrEqual(1);
     expect(Number(rows[2].statement_calls_delta)).toBeGreaterThanOrEqual(30);
+    // Those calls were made over the two minutes since minute 0: the rate's span, not one minute.
+    expect(rows[2].delta_seconds).toBe(120);
 
     const errors = await t.http
       .get(

@@ -255,6 +255,7 @@ describe('telemetry reads at fleet scale', () => {
         counters: { xact_rollback: '42' },
         statement_calls: '42',
         statement_exec_ms: 21,
+        statements_sampled_at: new Date(at.getTime() - MINUTE),
       });
       expect(previous.get(ids.edge)).toMatchObject({ sampled_at: new Date(at.getTime() - DAY), statement_calls: '8' });
       // The moment is the latest sample's (the time observed since); the counters are the latest read.
@@ -264,12 +265,18 @@ describe('telemetry reads at fleet scale', () => {
         counters: { xact_rollback: '5' },
         statement_calls: '5',
         statement_exec_ms: 2.5,
+        statements_sampled_at: new Date(at.getTime() - 3 * MINUTE),
       });
       // A pass that read no counters has no use for older ones.
       const unread = await t.app
         .get(InsightsRepository)
         .previousSamples([ids.gap], at, { counters: false, statements: false });
-      expect(unread.get(ids.gap)).toMatchObject({ counters: null, statement_calls: null, statement_exec_ms: null });
+      expect(unread.get(ids.gap)).toMatchObject({
+        counters: null,
+        statement_calls: null,
+        statement_exec_ms: null,
+        statements_sampled_at: null,
+      });
       expect((await t.app.get(InsightsRepository).previousSamples([], at)).size).toBe(0);
     });
 
