@@ -23,7 +23,9 @@ export class StorageMonthOfBoundarySamples1795800000008 implements MigrationInte
 async function moveBoundarySamples(queryRunner: QueryRunner, to: 'earlier' | 'later'): Promise<void> {
   const [from, into] = to === 'earlier' ? ['later_ym', 'earlier_ym'] : ['earlier_ym', 'later_ym'];
   // What each boundary sample added, per database, workspace and month pair; only where the month it
-  // is taken from holds it (a row pruned or split otherwise is left alone).
+  // is taken from holds it (a row pruned or split otherwise is left alone). The samples are looked up
+  // by the month starts from the oldest kept to the newest (the sampled_at index), not by reading the table.
+  // (The migration runs before any new sample is recorded: those kept were all metered by the old rule.)
   await queryRunner.query(`
         CREATE TEMPORARY TABLE "storage_boundary_moves" AS
         SELECT b.* FROM (
@@ -34,7 +36,13 @@ async function moveBoundarySamples(queryRunner: QueryRunner, to: 'earlier' | 'la
                         sum("observed_seconds") AS "observed_seconds"
                    FROM "database_telemetry_samples"
                   WHERE "size_bytes" IS NOT NULL
-                    AND "sampled_at" = date_trunc('month', "sampled_at" AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+                    AND "sampled_at" = ANY (ARRAY(
+                          SELECT m AT TIME ZONE 'UTC'
+                            FROM generate_series(
+                                   date_trunc('month', (SELECT min("sampled_at") FROM "database_telemetry_samples")
+                                                         AT TIME ZONE 'UTC'),
+                                   (SELECT max("sampled_at") FROM "database_telemetry_samples") AT TIME ZONE 'UTC',
+                                   interval '1 month') AS m))
                   GROUP BY 1, 2, 3, 4) b
           JOIN "database_storage_usage" u
             ON u."database_id" = b."database_id" AND u."workspace_id" = b."workspace_id" AND u."ym" = b."${from}"
