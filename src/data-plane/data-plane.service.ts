@@ -13,6 +13,7 @@ import {
   ownerRoleName,
 } from './physical-names';
 import { ServerAnswers } from './server-answers';
+import { tenantDatabaseConnection } from './tenant-session';
 
 interface PgError {
   code?: string;
@@ -948,14 +949,8 @@ export class DataPlane implements OnApplicationShutdown {
   private async connectTo(t: DataPlaneTarget, physical: string): Promise<Client> {
     const url = new URL(t.url);
     url.pathname = `/${assertPhysicalName(physical)}`;
-    const db = new Client({
-      ...this.connectionOptions(),
-      connectionString: url.toString(),
-      // The tenant owns the database's `public` schema: a function or operator of theirs there must
-      // never be what the admin's statements resolve to (it would run with the admin's rights). A
-      // startup option, so no setting of the database or a role can change it.
-      options: '-c search_path=pg_catalog,pg_temp',
-    });
+    // With the safe search path: nothing of the tenant's in `public` is what the admin's statements call.
+    const db = new Client({ ...this.connectionOptions(), ...tenantDatabaseConnection(url.toString()) });
     db.on('error', () => undefined);
     try {
       await db.connect();

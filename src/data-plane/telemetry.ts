@@ -2,6 +2,7 @@ import { Client, type Pool, type PoolClient } from 'pg';
 import { withinMs } from '../common/within-ms';
 import { isDatabaseFull, isUnavailability } from './data-plane.service';
 import { assertPhysicalName } from './physical-names';
+import { tenantDatabaseConnection } from './tenant-session';
 
 /**
  * The telemetry SQL run on a data-plane server: read-only queries of its statistics views, and
@@ -159,13 +160,12 @@ export async function probeDatabase(
   timeoutMs: number,
 ): Promise<ProbeOutcome> {
   const client = new Client({
-    connectionString: databaseUrl(assertPhysicalName(physical)),
+    // In a tenant's database: nothing of theirs in `public` is resolved (see tenantDatabaseConnection).
+    ...tenantDatabaseConnection(databaseUrl(assertPhysicalName(physical))),
     connectionTimeoutMillis: timeoutMs,
     query_timeout: timeoutMs,
     statement_timeout: timeoutMs,
     application_name: 'control-plane-probe',
-    // In a tenant's database: nothing of theirs in `public` is resolved (see DataPlane.connectTo).
-    options: '-c search_path=pg_catalog,pg_temp',
   });
   client.on('error', () => undefined);
   const probe = (async (): Promise<ProbeOutcome> => {

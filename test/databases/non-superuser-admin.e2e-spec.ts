@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
 import {
@@ -36,6 +37,8 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
     const url = new URL(process.env.DATA_PLANE_URL!);
     url.username = admin;
     url.password = password;
+    // Startup options of the operator's own, which the admin's sessions keep.
+    url.searchParams.set('options', '-c work_mem=7MB');
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       DATABASE_DELETION_GRACE_SECONDS: '1',
@@ -170,6 +173,18 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
         ).rowCount,
     );
     expect(member).toBe(0);
+    // Whatever the admin's statements call there, its sessions in a customer database resolve
+    // nothing in `public` (a startup setting, after the admin URL's own options).
+    const session = t.app
+      .get(DataPlane)
+      .openSession((await databaseRow(t, own.id)).server_id!, (await databaseRow(t, own.id)).physical_name);
+    try {
+      const db = await session.client;
+      expect((await db.query('SHOW search_path')).rows).toEqual([{ search_path: 'pg_catalog,pg_temp' }]);
+      expect((await db.query('SHOW work_mem')).rows).toEqual([{ work_mem: '7MB' }]);
+    } finally {
+      session.close();
+    }
     await expect(
       queryAs(victimDb.dbHost!, cred.id, cred.password, `SET ROLE "${victimOwner}"; SELECT v FROM secrets`),
     ).rejects.toThrow(/permission denied/);
