@@ -55,9 +55,12 @@ export class PooledDatabasesRepository {
     await this.repo.update({ id }, { ready: false });
   }
 
-  /** The server's entries (only those not ready, with `notReady`), oldest first. */
+  /** The server's entries (only those not ready, with `notReady`), those not ready first, then oldest first. */
   listOn(serverId: string, notReady = false): Promise<PooledDatabaseEntity[]> {
-    return this.repo.find({ where: notReady ? { serverId, ready: false } : { serverId }, order: { created: 'ASC' } });
+    return this.repo.find({
+      where: notReady ? { serverId, ready: false } : { serverId },
+      order: { ready: 'ASC', created: 'ASC' },
+    });
   }
 
   save(row: Partial<PooledDatabaseEntity>): Promise<PooledDatabaseEntity> {

@@ -5,7 +5,7 @@ import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { DataPlaneServerState } from '../data-plane/data-plane-server.entity';
-import { DataPlaneServers } from '../data-plane/data-plane-servers.service';
+import { DataPlaneServers, type DataPlaneServerView } from '../data-plane/data-plane-servers.service';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { physicalDatabaseName } from '../data-plane/physical-names';
 import { JobDispatcher } from '../queues/job-dispatcher';
@@ -93,7 +93,7 @@ export class WarmPool {
     const keep = this.keeps(server.state);
     if (keep === 0 && (await this.pooled.countOn(serverId)) === 0) return;
     await this.exclusively(serverId, async () => {
-      if ((await this.pooled.countOn(serverId)) > keep) await this.giveBack(serverId);
+      if ((await this.pooled.countOn(serverId)) > keep) await this.giveBack(server);
       if (keep === 0) return;
       for (const entry of await this.pooled.listOn(serverId, true)) {
         await this.build(entry);
@@ -123,7 +123,7 @@ export class WarmPool {
       while (count < this.target) {
         const entry = await reserve();
         if (entry === 'not active') {
-          await this.giveBack(serverId);
+          await this.giveBack(server);
           return;
         }
         if (!entry) break;
@@ -158,17 +158,20 @@ export class WarmPool {
   /**
    * Gives back the pooled databases a server keeps no more (keeps): all of them when it is not
    * ACTIVE (the directory said so; it may be a couple of seconds old) or the pool is off, those
-   * above the target otherwise, oldest first. Each entry is claimed before its database is dropped,
-   * in a short transaction: its row is locked, skipping one a create holds (that create has taken
-   * it, and its database is the create's), the server's state and its entries are read again from
-   * the metadata database (a server made ACTIVE again keeps its pool), and a ready entry is made
-   * unready, so no create takes it once that commits. The database is dropped after the commit (habit 14), then the row is
+   * above the target otherwise (those not ready first, then the oldest). Each entry is claimed
+   * before its database is dropped, in a short transaction that takes the region's placement turn
+   * first (creates take an entry in that turn, so none is half-taken while the entries are counted):
+   * its row is locked, skipping one a create holds (that create has taken it, and its database is
+   * the create's), the server's state and its entries are read again from the metadata database (a
+   * server made ACTIVE again keeps its pool), and a ready entry is made unready, so no create takes
+   * it once that commits. The database is dropped after the commit (habit 14), then the row is
    * deleted; a drop that fails leaves the unready entry to the next refill, which gives it back (or
    * builds it again, should the server be ACTIVE by then).
    */
-  private async giveBack(serverId: string): Promise<void> {
+  private async giveBack({ id: serverId, region }: DataPlaneServerView): Promise<void> {
     for (const { id } of await this.pooled.listOn(serverId)) {
       const claim = await this.txHost.withTransaction(async () => {
+        await this.placement.takeTurn(region);
         const entry = await this.pooled.lockUnlessTaken(id);
         if (!entry) return 'taken' as const;
         const state = await this.servers.stateOf(serverId);

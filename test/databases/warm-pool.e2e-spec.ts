@@ -138,10 +138,15 @@ describe('warm pool', () => {
       async () => (await pool.readyCount('AWS_US_WEST_2')) === 2 && (await pool.readyCount('AWS_EU_CENTRAL_1')) === 2,
       60000,
     );
-    // An entry a crashed refill left half-built: both runs find it.
+    // An entry a crashed refill left half-built, in the place of one a create took (the pool keeps
+    // its target, so nothing is given back): both runs find it.
     const id = randomUUID();
     const physical = physicalDatabaseName(t.app.get(AppConfig).env.DATA_PLANE_NAME_PREFIX, id);
     const server = await serverIdOf(t, 'AWS_US_WEST_2');
+    await t.dataSource.query(
+      'DELETE FROM pooled_databases WHERE id = (SELECT id FROM pooled_databases WHERE server_id = $1 AND ready LIMIT 1)',
+      [server],
+    );
     await t.dataSource
       .getRepository(PooledDatabaseEntity)
       .insert({ id, region: 'AWS_US_WEST_2', serverId: server, physicalName: physical, ready: false, lastError: null });
@@ -393,6 +398,62 @@ describe('a warm pool turned down', () => {
       expect(await dataPlane.databaseExists(server, built[1].physical_name)).toBe(false);
       // Nothing lives on the drained server any more: server:remove would not be held back by it.
       expect(await off.app.get(Placement).livingOn(server)).toBe(0);
+    } finally {
+      for (const app of apps.reverse()) await app.close();
+    }
+  }, 120000);
+
+  it('trims exactly to a lowered target while a create is taking an entry: the taken one counts as gone, no other is dropped', async () => {
+    // No workers: the pool is filled and trimmed only when the test says so.
+    const full = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '3', WORKERS: 'off' });
+    const apps: TestApp[] = [full];
+    try {
+      const server = await serverIdOf(full, 'AWS_US_WEST_2');
+      const pooledOn = () =>
+        full.dataSource.query<{ physical_name: string; ready: boolean }[]>(
+          'SELECT physical_name, ready FROM pooled_databases WHERE server_id = $1 ORDER BY created, id',
+          [server],
+        );
+      await full.app.get(WarmPool).refill(server);
+      const built = await pooledOn();
+      expect(built.map((p) => p.ready)).toEqual([true, true, true]);
+
+      const lowered = await createTestApp({
+        DATABASE_URL: full.metadataUrl,
+        DATABASE_POOL_TARGET: '2',
+        WORKERS: 'off',
+      });
+      apps.push(lowered);
+      const { auth } = await createDeveloperWithToken(lowered.app);
+      const { slug } = await createWorkspace(lowered, auth);
+      // The create takes an entry, then its insert waits 2 s in its transaction while the trim runs.
+      const [created] = await withSlowRows(
+        lowered.dataSource,
+        { table: 'databases', on: 'INSERT', when: `NEW.server_id = '${server}'::uuid`, seconds: 2 },
+        () =>
+          Promise.all([
+            lowered.http
+              .post(`/workspaces/${slug}/databases`)
+              .set(auth)
+              .send({ databaseName: `taken_${unique()}`, region: 'AWS_US_WEST_2' })
+              .then((res) => res),
+            (async () => {
+              await untilAsleep(lowered.dataSource);
+              await lowered.app.get(WarmPool).refill(server);
+            })(),
+          ]),
+      );
+      expect(created.body.status).toBe('READY');
+      const taken = (await databaseRow(lowered, created.body.id)).physical_name;
+      const left = await pooledOn();
+      expect(left.map((p) => p.physical_name).sort()).toEqual(
+        built
+          .map((p) => p.physical_name)
+          .filter((name) => name !== taken)
+          .sort(),
+      );
+      const dataPlane = lowered.app.get(DataPlane);
+      for (const { physical_name } of left) expect(await dataPlane.databaseExists(server, physical_name)).toBe(true);
     } finally {
       for (const app of apps.reverse()) await app.close();
     }
