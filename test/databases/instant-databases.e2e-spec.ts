@@ -6,7 +6,7 @@ import type request from 'supertest';
 import { InstantDatabasesService } from '../../src/instant-databases/instant-databases.service';
 import { Queues } from '../../src/queues/queue-names';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service';
-import { untilAsleep, withFailingRows, withSlowRows } from '../support/slow-rows';
+import { withFailingRows, withGatedRows, withSlowRows } from '../support/slow-rows';
 import {
   createDeveloperWithToken,
   createIsolatedTestApp,
@@ -183,27 +183,27 @@ describe('instant databases without an account', () => {
       .set(auth)
       .send({ databaseName: other, region: 'AWS_US_WEST_2' })
       .expect(201);
-    // The claim has found the name free; its move waits 1 s while the rename commits the name.
-    const claim = await withSlowRows(
+    // The claim has found the name free; its move waits at a gate while the rename commits the name.
+    const claim = await withGatedRows(
       t.dataSource,
       {
         table: 'databases',
         on: 'UPDATE',
         when: `NEW.id = '${p.database.id}'::uuid AND NEW.workspace_id IS DISTINCT FROM OLD.workspace_id`,
-        seconds: 1,
       },
-      async () => {
-        const pending = t.http
+      async (gate) => {
+        const claimed = t.http
           .post(`/workspaces/${ws.slug}/databases/claim`)
           .set(auth)
-          .send({ claimCode: p.claimCode });
-        const claimed = pending.then((res) => res);
-        await untilAsleep(t.dataSource);
+          .send({ claimCode: p.claimCode })
+          .then((res) => res);
+        await gate.untilGated();
         await t.http
           .put(`/workspaces/${ws.slug}/databases/${other}`)
           .set(auth)
           .send({ name: p.database.name })
           .expect(200);
+        await gate.open();
         return claimed;
       },
     );

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { DataSource } from 'typeorm';
 
 type Db = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
@@ -97,6 +98,54 @@ export async function untilAsleep(db: Db, statement = ''): Promise<void> {
     )) as unknown[];
     if (rows.length) return;
     if (Date.now() > deadline) throw new Error(`no write asleep in a slow-rows trigger (${statement || 'any'}) in 5 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Runs `work` while every `on` statement on the rows of `table` matching `when` waits, inside its
+ * transaction, until `work` calls `open` (or ends): a race window held open for exactly as long as
+ * the test needs, however slow the machine, where withSlowRows's sleep could end too soon. The gate is
+ * an advisory lock held by a session of its own; untilGated tells when a write waits at it.
+ */
+export async function withGatedRows<T>(
+  dataSource: DataSource,
+  writes: RowWrites,
+  work: (gate: { open: () => Promise<void>; untilGated: () => Promise<void> }) => Promise<T>,
+): Promise<T> {
+  const key = randomBytes(6).readUIntBE(0, 6);
+  const holder = dataSource.createQueryRunner();
+  await holder.connect();
+  let opened = false;
+  const open = async () => {
+    if (opened) return;
+    opened = true;
+    await holder.query('SELECT pg_advisory_unlock($1)', [key]);
+  };
+  try {
+    await holder.query('SELECT pg_advisory_lock($1)', [key]);
+    return await withRowTrigger(dataSource, { ...writes, statements: `PERFORM pg_advisory_xact_lock(${key});` }, () =>
+      work({
+        open,
+        untilGated: () =>
+          untilWaiting(
+            dataSource,
+            `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                AND classid = ${Math.floor(key / 2 ** 32)} AND objid = ${key % 2 ** 32}`,
+          ),
+      }),
+    );
+  } finally {
+    await open().catch(() => undefined);
+    await holder.release();
+  }
+}
+
+/** Resolves once `probe` (a query) returns a row; fails after 5 s. */
+async function untilWaiting(db: Db, probe: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (((await db.query(probe)) as unknown[]).length === 0) {
+    if (Date.now() > deadline) throw new Error('no write waits at the gate after 5 s');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
