@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse } from 'yaml';
 import { EnvironmentVariables } from '../../src/config/environment';
@@ -105,6 +105,21 @@ describe('Dockerfile and docker-compose.yml', () => {
       postgres: { condition: 'service_healthy' },
       redis: { condition: 'service_healthy' },
     });
+  });
+
+  it('preloads pg_stat_statements on the data plane and creates it in the admin database on a fresh volume (query-performance insights)', () => {
+    expect(postgres.command).toEqual(expect.arrayContaining(['-c', 'shared_preload_libraries=pg_stat_statements']));
+    const init = postgres
+      .volumes!.map((v) => v.split(':'))
+      .find(([, target]) => target === '/docker-entrypoint-initdb.d');
+    expect(init).toBeDefined();
+    const dir = join(root, init![0]);
+    const scripts = readdirSync(dir).filter((name) => name.endsWith('.sql'));
+    expect(scripts.map((name) => readFileSync(join(dir, name), 'utf8')).join('\n')).toMatch(
+      /^CREATE EXTENSION IF NOT EXISTS pg_stat_statements;$/m,
+    );
+    // The admin database is the one the image's init scripts run in.
+    expect(new URL(api.environment!.DATA_PLANE_URL.replace(/\$\{[^}]*\}/g, 'x')).pathname).toBe('/postgres');
   });
 
   it('restarts the api and the worker when they fail', () => {
