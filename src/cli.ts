@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import { parseArgs } from 'node:util';
-import { REGIONS, type Region } from './config/regions';
+import { CREATABLE_REGIONS, type Region } from './config/regions';
 
 /**
  * Operator commands: `npm run --silent cli -- <command> [options]`. Each prints one JSON object as
@@ -114,8 +114,11 @@ const COMMANDS: Record<string, Command> = {
     },
     prepare(options) {
       const region = required(options, 'region') as Region;
-      if (!Object.hasOwn(REGIONS, region))
-        throw new UsageError(`--region must be one of ${Object.keys(REGIONS).join(', ')}`);
+      // A server of another region would never be given a database.
+      if (!CREATABLE_REGIONS.includes(region))
+        throw new UsageError(
+          `--region must be one of ${CREATABLE_REGIONS.join(', ')} (the regions databases are created in)`,
+        );
       const url = required(options, 'url');
       let parsed: URL;
       try {

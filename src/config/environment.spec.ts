@@ -157,8 +157,17 @@ describe('environment validation of values that would fail later', () => {
   });
 
   it('names a per-region override for a region that does not exist (a typo would be ignored)', () => {
-    const problems = problemsOf({ DATA_PLANE_URL_AWS_US_WEST2: 'postgres://u@h:5432/postgres' });
-    expect(problems.map((p) => p.split(':')[0])).toEqual(['DATA_PLANE_URL_AWS_US_WEST2']);
+    const problems = problemsOf({
+      DATA_PLANE_URL_AWS_US_WEST2: 'postgres://u@h:5432/postgres',
+      DATA_PLANE_PUBLIC_HOST_AWS_EU_CENTRAL1: 'db.example.com:5432',
+    });
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'DATA_PLANE_PUBLIC_HOST_AWS_EU_CENTRAL1',
+      'DATA_PLANE_URL_AWS_US_WEST2',
+    ]);
+    expect(problems).toContain(
+      'DATA_PLANE_PUBLIC_HOST_AWS_EU_CENTRAL1: no such region; per-region overrides are DATA_PLANE_PUBLIC_HOST_AWS_US_WEST_2, DATA_PLANE_PUBLIC_HOST_AWS_EU_CENTRAL_1, DATA_PLANE_PUBLIC_HOST_AZURE_EASTUS',
+    );
   });
 });
 

@@ -496,7 +496,8 @@ export class EnvironmentVariables {
   PLAN_PRO_DEDICATED_COMPUTE = true;
 }
 
-const REGION_OVERRIDES = ALL_REGIONS.map((region) => `DATA_PLANE_URL_${region}`);
+/** The per-region variables: a name of one of these shapes for a region that does not exist is a typo. */
+const REGION_PREFIXES = ['DATA_PLANE_URL_', 'DATA_PLANE_PUBLIC_HOST_'];
 
 export class InvalidEnvironmentError extends Error {
   constructor(readonly problems: string[]) {
@@ -508,15 +509,19 @@ export class InvalidEnvironmentError extends Error {
 export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
   const relevant = Object.fromEntries(
-    Object.entries(raw).filter(([k, v]) => (known.includes(k) || k.startsWith('DATA_PLANE_URL_')) && v !== ''),
+    Object.entries(raw).filter(
+      ([k, v]) => (known.includes(k) || REGION_PREFIXES.some((prefix) => k.startsWith(prefix))) && v !== '',
+    ),
   );
   const env = plainToInstance(EnvironmentVariables, relevant, { exposeDefaultValues: true });
   const problems = validateSync(env, { skipMissingProperties: false, forbidUnknownValues: false }).map(
     (e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')}`,
   );
   for (const name of Object.keys(relevant)) {
-    if (name.startsWith('DATA_PLANE_URL_') && !REGION_OVERRIDES.includes(name)) {
-      problems.push(`${name}: no such region; per-region overrides are ${REGION_OVERRIDES.join(', ')}`);
+    const prefix = REGION_PREFIXES.find((p) => name.startsWith(p));
+    if (prefix && !known.includes(name)) {
+      const overrides = ALL_REGIONS.map((region) => `${prefix}${region}`);
+      problems.push(`${name}: no such region; per-region overrides are ${overrides.join(', ')}`);
     }
   }
   if (env.NODE_ENV === 'production') {

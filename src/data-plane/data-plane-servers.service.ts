@@ -241,7 +241,7 @@ export class DataPlaneServers implements OnModuleInit {
       if (!row) throw notFound();
       // A creatable region keeps a server: without one, the next process start would register the
       // environment's server there again (registerFromEnvironment), undoing the removal.
-      if ((await this.servers.countIn(found.region)) === 1) {
+      if (CREATABLE_REGIONS.includes(found.region) && (await this.servers.countIn(found.region)) === 1) {
         throw new ApiException(
           ErrorCode.DbStatusFailure,
           `Data-plane server ${id} is the last server of region ${found.region}; add its replacement first (server:add), then remove it`,

@@ -191,6 +191,11 @@ describe('operator CLI (dist/src/cli.js)', () => {
       // Names every object has are not regions.
       [['server:add', '--region', 'constructor', '--url', 'postgres://a@b/c'], /--region must be one of/],
       [['server:add', '--region', 'toString', '--url', 'postgres://a@b/c'], /--region must be one of/],
+      // A region no database is created in would never use the server.
+      [
+        ['server:add', '--region', 'AZURE_EASTUS', '--url', 'postgres://a@b/c'],
+        /--region must be one of AWS_US_WEST_2, AWS_EU_CENTRAL_1 \(the regions databases are created in\)/,
+      ],
       [['server:add', '--region', 'AWS_US_WEST_2', '--url', '-'], /--url -: nothing on standard input/],
     ];
     const results = await Promise.all(cases.map(([args]) => runCli(args)));
@@ -199,7 +204,7 @@ describe('operator CLI (dist/src/cli.js)', () => {
       expect({ args, code, json }).toEqual({ args, code: 1, json: undefined });
       expect(stderr).toMatch(message);
     });
-  }, 120_000); // nineteen CLI processes at once
+  }, 120_000); // one CLI process per case, all at once
 
   it('server:add --url - reads the admin URL from standard input (out of argv, ps and shell history)', async () => {
     // A fleet of its own: registering a server in the run's shared database would change every spec's placement.
