@@ -169,6 +169,29 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  reconcile: {
+    usage: 'reconcile',
+    options: {},
+    prepare() {
+      return async (app) => {
+        const { Reconciler } = await import('./queues/reconciler.js');
+        const reconciler = app.get(Reconciler);
+        // One pass of every task, in this process (jobs it enqueues go to the workers).
+        await reconciler.runOnce();
+        const tasks = Object.fromEntries(
+          [...reconciler.stats.taskRuns].map(([name, runs]) => [name, runs.failed ? 'failed' : 'ok']),
+        );
+        const failed = Object.keys(tasks).filter((name) => tasks[name] === 'failed');
+        if (failed.length)
+          throw new Error(`reconcile tasks failed: ${failed.join(', ')} (see the worker's log for why)`);
+        const enqueued: Record<string, number> = {};
+        for (const perQueue of reconciler.stats.enqueued.values()) {
+          for (const [queue, count] of perQueue) enqueued[queue] = (enqueued[queue] ?? 0) + count;
+        }
+        return { tasks, enqueued };
+      };
+    },
+  },
   'server:disable': serverStateCommand('server:disable', 'Disabled'),
   'server:drain': serverStateCommand('server:drain', 'Draining'),
   'server:activate': serverStateCommand('server:activate', 'Active'),

@@ -206,6 +206,39 @@ describe('operator CLI (dist/src/cli.js)', () => {
     });
   }, 120_000); // one CLI process per case, all at once
 
+  it('reconcile runs one pass of every task and prints how each went and what it enqueued', async () => {
+    // Its own metadata database and queues: a pass over the run's shared rows would enqueue for every spec.
+    const metadataUrl = await createIsolatedMetadataDatabase();
+    const env = { DATABASE_URL: metadataUrl, QUEUE_PREFIX: `cli-reconcile-${Date.now()}`, DATABASE_POOL_TARGET: '0' };
+    try {
+      // Any command registers the environment's data-plane servers.
+      expect((await runCli(['server:list'], env)).code).toBe(0);
+      const db = new Client({ connectionString: metadataUrl });
+      await db.connect();
+      try {
+        // A database whose build job was lost (REQUESTED, no job): the pass enqueues it again.
+        await db.query(
+          `WITH w AS (INSERT INTO workspaces (name, slug) VALUES ('reconcile', 'reconcile') RETURNING id)
+           INSERT INTO databases (workspace_id, name, region, server_id, status, physical_name)
+           SELECT w.id, 'lost', 'AWS_US_WEST_2', s.id, 'REQUESTED', $1
+             FROM w, data_plane_servers s WHERE s.region = 'AWS_US_WEST_2'`,
+          [`${process.env.DATA_PLANE_NAME_PREFIX}lost_${Date.now()}`],
+        );
+      } finally {
+        await db.end();
+      }
+      const pass = await runCli(['reconcile'], env);
+      expect({ code: pass.code, stderr: pass.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(pass.json).toEqual({
+        tasks: expect.objectContaining({ databases: 'ok', credentials: 'ok', compute: 'ok', 'invite-emails': 'ok' }),
+        enqueued: expect.objectContaining({ 'database-lifecycle': 1 }),
+      });
+      expect(Object.values(pass.json!.tasks as Record<string, string>).every((outcome) => outcome === 'ok')).toBe(true);
+    } finally {
+      await dropMetadataDatabase(metadataUrl);
+    }
+  });
+
   it('server:add --url - reads the admin URL from standard input (out of argv, ps and shell history)', async () => {
     // A fleet of its own: registering a server in the run's shared database would change every spec's placement.
     const metadataUrl = await createIsolatedMetadataDatabase();
