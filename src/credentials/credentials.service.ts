@@ -455,6 +455,11 @@ export class CredentialsService implements OnModuleInit {
   ): Promise<Issued<T | undefined>> {
     if (database.status !== DatabaseStatus.Ready) throw notReady(database);
     const databaseId = database.id;
+    // Over the plan already: refused before a session to the data plane is opened, so such requests,
+    // however many at once, cost the server nothing (the check in (1) is the one that holds).
+    if (options.withinPlanOf && this.plans.limits('credentials')) {
+      await this.assertRoomInPlan(options.withinPlanOf, databaseId);
+    }
     const id = randomUUID();
     const password = randomToken(PASSWORD_BYTES);
     const verifying = scramSha256Verifier(password);

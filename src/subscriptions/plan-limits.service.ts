@@ -31,6 +31,14 @@ export class PlanLimits {
     return this.plan((await this.subscriptions.levelNow(workspaceId)) ?? SubscriptionLevel.Free);
   }
 
+  /** Whether some level limits `resource` (with none, no count is ever needed). */
+  limits(resource: 'databases' | 'credentials'): boolean {
+    return Object.values(SubscriptionLevel).some((level) => {
+      const plan = this.plan(level);
+      return (resource === 'databases' ? plan.maxDatabases : plan.maxCredentialsPerDatabase) !== 'unlimited';
+    });
+  }
+
   plan(level: SubscriptionLevel): Plan {
     const env = this.config.env;
     switch (level) {

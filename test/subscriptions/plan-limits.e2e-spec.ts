@@ -1,4 +1,5 @@
 import { IsNull } from 'typeorm';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseEntity } from '../../src/databases/database.entity';
 import { createReadyDatabase, createWorkspace, unique } from '../databases/support';
 import { withSlowRows } from '../support/slow-rows';
@@ -126,6 +127,15 @@ describe('plan limits', () => {
         )[0].n,
       );
     expect(await live()).toBe(2);
+
+    // Over the plan already: refused before any session to the data plane is opened.
+    const sessions = jest.spyOn(t.app.get(DataPlane), 'openSession');
+    try {
+      await t.http.post(path).set(auth).send().expect(403);
+      expect(sessions).not.toHaveBeenCalled();
+    } finally {
+      sessions.mockRestore();
+    }
 
     await t.http.post(`${path}/rotate`).set(auth).send({ delayOldSecretsExpirationHours: 0 }).expect(200);
     await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(200);
