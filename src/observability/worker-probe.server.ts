@@ -1,10 +1,4 @@
-import {
-  BeforeApplicationShutdown,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-  OnApplicationShutdown,
-} from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiException } from '../common/errors/api-exception';
@@ -22,7 +16,7 @@ import { limitOperatorAttempts, requireOperator, writeError } from './operator-a
  * so this is a plain Node server, not a Nest HTTP app (which would serve every controller).
  */
 @Injectable()
-export class WorkerProbeServer implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+export class WorkerProbeServer implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger(WorkerProbeServer.name);
   private server?: Server;
   private draining = false;
@@ -59,7 +53,8 @@ export class WorkerProbeServer implements OnApplicationBootstrap, BeforeApplicat
     return (this.server?.address() as AddressInfo | null)?.port ?? 0;
   }
 
-  beforeApplicationShutdown(): void {
+  /** The first shutdown hook Nest runs: readiness is 503 while the queues finish their jobs after it. */
+  onModuleDestroy(): void {
     this.draining = true;
   }
 

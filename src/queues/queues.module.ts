@@ -72,18 +72,22 @@ export class QueuesModule implements BeforeApplicationShutdown, OnApplicationShu
    */
   async beforeApplicationShutdown(): Promise<void> {
     const queues = ALL_QUEUES.map((name) => this.jobs.queue(name));
-    if (queues.every((queue) => queue.client.status === 'ready')) return;
-    await Promise.race([
-      Promise.all(queues.map((queue) => queue.close(true))),
-      new Promise((resolve) => setTimeout(resolve, 2000).unref()),
-    ]);
+    if (queues.some((queue) => queue.client.status !== 'ready')) {
+      await Promise.race([
+        Promise.all(queues.map((queue) => queue.close(true))),
+        new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+      ]);
+      return;
+    }
+    // Let each queue finish its current job and close (Bull reconnects its blocking client while
+    // doing so) here, before any module's onApplicationShutdown: Nest runs those from the root
+    // module down, so the mail transport and the pools a job uses would close under it first.
+    const closing = Promise.all(queues.map((queue) => queue.close()));
+    await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    // Let each queue finish its current job and close (Bull reconnects its blocking client while
-    // doing so), then make sure nothing is left connected or reconnecting.
-    const closing = Promise.all(ALL_QUEUES.map((name) => this.jobs.queue(name).close()));
-    await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
+    // Make sure nothing is left connected or reconnecting.
     await this.connections.closeAll();
   }
 }
