@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IsNull, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForContextTransaction } from '../database/transaction-lock';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
 import { ComputeTypeEntity } from './compute-type.entity';
 
@@ -24,6 +25,16 @@ export class ComputeInstancesRepository {
 
   typeById(id: string): Promise<ComputeTypeEntity> {
     return this.txHost.tx.getRepository(ComputeTypeEntity).findOneByOrFail({ id });
+  }
+
+  /** Takes the turn of the database's instance creates for the rest of the context's transaction. */
+  lockCreatesOf(databaseId: string): Promise<void> {
+    return lockForContextTransaction(this.txHost, `compute-instances:${databaseId}`);
+  }
+
+  /** The database's instances that are not deleted. */
+  countLiveOf(databaseId: string): Promise<number> {
+    return this.repo.countBy({ databaseId, deleted: IsNull() });
   }
 
   save(row: Partial<ComputeInstanceEntity>): Promise<ComputeInstanceEntity> {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
@@ -52,6 +53,7 @@ export class ComputeService {
     private readonly databases: DatabasesService,
     private readonly lifecycle: ComputeLifecycle,
     private readonly plans: PlanLimits,
+    private readonly config: AppConfig,
   ) {}
 
   /** The compute types on offer, in their display order. */
@@ -70,9 +72,19 @@ export class ComputeService {
     const type = this.resolveType(types, dto.instanceSize);
     await this.plans.assertDedicatedCompute(workspace.id);
     const instance = await this.txHost.withNewTransaction(async () => {
+      // Creates of one database's instances take turns, so parallel ones never pass the bound together.
+      await this.instances.lockCreatesOf(database.id);
       // Shares the lock a finalization takes: no instance is added to a database being finalized.
       const locked = await this.databases.lock(database.id, 'pessimistic_read');
       if (!locked || locked.finalized) throw this.databaseGone(workspace, databaseName);
+      const max = this.config.env.COMPUTE_MAX_INSTANCES_PER_DATABASE;
+      if ((await this.instances.countLiveOf(database.id)) >= max) {
+        throw new ApiException(
+          ErrorCode.ThresholdExceeded,
+          `A database may have at most ${max} dedicated compute instances; delete one first`,
+          { status: 403 },
+        );
+      }
       return this.instances.save({
         databaseId: database.id,
         name: dto.instanceName,

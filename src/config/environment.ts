@@ -188,6 +188,17 @@ export class EnvironmentVariables {
   @Max(10000)
   DATA_PLANE_DEFAULT_CONNECTION_LIMIT = 20;
 
+  /**
+   * Dedicated compute instances a database may have at once (not deleted): each adds its size's
+   * connections to the database's limit, so without a bound one database could take every session
+   * of its server (PRO, which allows compute, is self-service).
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  COMPUTE_MAX_INSTANCES_PER_DATABASE = 4;
+
   /** How long a connection attempt to a data-plane server may take before it counts as unavailable. */
   @Transform(toInt)
   @IsInt()

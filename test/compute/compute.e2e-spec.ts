@@ -3,7 +3,7 @@ import { ComputeLifecycle } from '../../src/compute/compute-lifecycle.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
 import { untilAsleep, withSlowRows } from '../support/slow-rows';
-import { createDeveloperWithToken, eventually, reconcile, TestApp } from '../support/test-app';
+import { createDeveloperWithToken, createTestApp, eventually, reconcile, TestApp } from '../support/test-app';
 import {
   Auth,
   DatabaseBody,
@@ -747,5 +747,50 @@ describe('dedicated compute', () => {
       const periods = await periodsOf(t, id);
       expect(periods.map((p) => [p.instance_type_id, p.ended_at])).toEqual([['dc-small', periods[0].started_at]]);
     });
+  });
+});
+
+describe('dedicated compute instances per database', () => {
+  let t: TestApp;
+  let auth: Auth;
+  beforeAll(async () => {
+    t = await createTestApp({ COMPUTE_MAX_INSTANCES_PER_DATABASE: '2', DATABASE_POOL_TARGET: '0' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  it('are at most COMPUTE_MAX_INSTANCES_PER_DATABASE, also when asked at once (403 threshold_exceeded); a deleted one frees its place', async () => {
+    const { slug } = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, slug);
+    const path = `/workspaces/${slug}/databases/${db.name}/compute`;
+    // Each insert waits 0.3 s in its transaction, after its count: creates that did not take turns
+    // would all count none and all be made.
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'compute_instances', on: 'INSERT', when: `NEW.database_id = '${db.id}'::uuid`, seconds: 0.3 },
+      () =>
+        Promise.all(
+          Array.from({ length: 5 }, (_, i) =>
+            t.http
+              .post(path)
+              .set(auth)
+              .send({ instanceSize: 'small', instanceName: `ci_${i}` }),
+          ),
+        ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([202, 202, 403, 403, 403]);
+    expect(answers.find((a) => a.status === 403)!.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: 'A database may have at most 2 dedicated compute instances; delete one first',
+      statusCode: 403,
+    });
+    const live = await t.dataSource.query<{ id: string }[]>(
+      'SELECT id FROM compute_instances WHERE database_id = $1 AND deleted IS NULL',
+      [db.id],
+    );
+    expect(live).toHaveLength(2);
+
+    await t.http.delete(`${path}/${live[0].id}`).set(auth).expect(202);
+    await t.http.post(path).set(auth).send({ instanceSize: 'small', instanceName: 'ci_again' }).expect(202);
   });
 });
