@@ -169,6 +169,23 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'secrets:reseal': {
+    usage: 'secrets:reseal',
+    options: {},
+    prepare() {
+      return async (app) => {
+        const { SecretsReseal } = await import('./common/crypto/secrets-reseal.service.js');
+        const outcome = await app.get(SecretsReseal).run();
+        const unreadable = Object.entries(outcome.unreadable).filter(([, n]) => n > 0);
+        if (unreadable.length) {
+          throw new Error(
+            `sealed with a key no longer configured, left as they are: ${unreadable.map(([table, n]) => `${n} in ${table}`).join(', ')} (resealed: ${JSON.stringify(outcome.resealed)})`,
+          );
+        }
+        return { keyId: outcome.keyId, resealed: outcome.resealed };
+      };
+    },
+  },
   reconcile: {
     usage: 'reconcile',
     options: {},

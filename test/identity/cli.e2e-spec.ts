@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { verify } from 'jsonwebtoken';
 import { Client } from 'pg';
 import { SigningKeys } from '../../src/auth/signing-keys';
 import { verifySecret } from '../../src/common/crypto/password-hasher';
+import { SecretBox } from '../../src/common/crypto/secret-box';
 import { AppConfig } from '../../src/config/app-config';
 import { secondDataPlaneUrl } from '../support/second-data-plane';
 import {
@@ -205,6 +207,76 @@ describe('operator CLI (dist/src/cli.js)', () => {
       expect(stderr).toMatch(message);
     });
   }, 120_000); // one CLI process per case, all at once
+
+  it('secrets:reseal seals every stored secret again with the first key, so the others can be removed', async () => {
+    const metadataUrl = await createIsolatedMetadataDatabase();
+    const key = () => randomBytes(32).toString('base64');
+    const [oldKey, newKey] = [`old:${key()}`, `new:${key()}`];
+    const boxOf = (keys: string) =>
+      new SecretBox({
+        secrets: {
+          credentialKeys: keys
+            .split(',')
+            .map((k) => ({ id: k.split(':')[0], key: Buffer.from(k.split(':')[1], 'base64') })),
+        },
+      } as unknown as AppConfig);
+    try {
+      // Under the old key: the servers registered from the environment, and a credential's password.
+      expect(
+        (await runCli(['server:list'], { DATABASE_URL: metadataUrl, CREDENTIAL_ENCRYPTION_KEYS: oldKey })).code,
+      ).toBe(0);
+      const db = new Client({ connectionString: metadataUrl });
+      await db.connect();
+      const sealed = async () =>
+        (
+          await db.query<{ sealed: string }>(
+            `SELECT admin_url_ciphertext AS sealed FROM data_plane_servers
+             UNION ALL SELECT password_ciphertext FROM credentials`,
+          )
+        ).rows.map((r) => r.sealed);
+      try {
+        await db.query(
+          `WITH w AS (INSERT INTO workspaces (name, slug) VALUES ('reseal', 'reseal') RETURNING id),
+                d AS (INSERT INTO databases (workspace_id, name, region, server_id, status, physical_name)
+                      SELECT w.id, 'sealed', 'AWS_US_WEST_2', s.id, 'READY', 'cp_reseal_' || md5(random()::text)
+                        FROM w, data_plane_servers s WHERE s.region = 'AWS_US_WEST_2' RETURNING id)
+           INSERT INTO credentials (id, database_id, password_ciphertext) SELECT gen_random_uuid(), d.id, $1 FROM d`,
+          [boxOf(oldKey).seal('the password')],
+        );
+        const before = await sealed();
+        expect(before).toHaveLength(3);
+        expect(before.every((s) => s.startsWith('old:'))).toBe(true);
+
+        const both = `${newKey},${oldKey}`;
+        const reseal = await runCli(['secrets:reseal'], {
+          DATABASE_URL: metadataUrl,
+          CREDENTIAL_ENCRYPTION_KEYS: both,
+        });
+        expect({ code: reseal.code, stderr: reseal.stderr }).toEqual({ code: 0, stderr: '' });
+        expect(reseal.json).toEqual({ keyId: 'new', resealed: { credentials: 1, data_plane_servers: 2, invites: 0 } });
+        // The new key alone opens every one of them, to the same secrets.
+        const after = await sealed();
+        expect(after.every((s) => s.startsWith('new:'))).toBe(true);
+        expect(after.map((s) => boxOf(newKey).open(s))).toEqual(before.map((s) => boxOf(oldKey).open(s)));
+        // Nothing is left to do.
+        const again = await runCli(['secrets:reseal'], { DATABASE_URL: metadataUrl, CREDENTIAL_ENCRYPTION_KEYS: both });
+        expect(again.json).toEqual({ keyId: 'new', resealed: { credentials: 0, data_plane_servers: 0, invites: 0 } });
+
+        // A secret sealed with a key no longer configured is named, left as it is, and the exit is 1.
+        await db.query('UPDATE credentials SET password_ciphertext = $1', [boxOf(oldKey).seal('the password')]);
+        const lost = await runCli(['secrets:reseal'], {
+          DATABASE_URL: metadataUrl,
+          CREDENTIAL_ENCRYPTION_KEYS: newKey,
+        });
+        expect(lost.code).toBe(1);
+        expect(lost.stderr).toMatch(/sealed with a key no longer configured, left as they are: 1 in credentials/);
+      } finally {
+        await db.end();
+      }
+    } finally {
+      await dropMetadataDatabase(metadataUrl);
+    }
+  });
 
   it('reconcile runs one pass of every task and prints how each went and what it enqueued', async () => {
     // Its own metadata database and queues: a pass over the run's shared rows would enqueue for every spec.

@@ -27,6 +27,11 @@ export class SecretBox {
     this.keys = config.secrets.credentialKeys.map(({ id, key }) => ({ id, key: createSecretKey(key) }));
   }
 
+  /** The id of the key that seals (the first configured). */
+  get sealingKeyId(): string {
+    return this.keys[0].id;
+  }
+
   seal(plaintext: string): string {
     const { id, key } = this.keys[0];
     const iv = randomBytes(12);
