@@ -119,15 +119,7 @@ const COMMANDS: Record<string, Command> = {
         throw new UsageError(
           `--region must be one of ${CREATABLE_REGIONS.join(', ')} (the regions databases are created in)`,
         );
-      const url = required(options, 'url');
-      let parsed: URL;
-      try {
-        parsed = new URL(url);
-      } catch {
-        throw new UsageError('--url must be a postgres:// URL');
-      }
-      if (!['postgres:', 'postgresql:'].includes(parsed.protocol))
-        throw new UsageError('--url must be a postgres:// URL');
+      const url = postgresUrl(required(options, 'url'));
       const publicHost = optionalPublicHost(options);
       const maxDatabases = optionalMaxDatabases(options);
       return async (app) => {
@@ -155,16 +147,34 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'server:update': {
-    usage: 'server:update --id ID [--max-databases N] [--public-host HOST:PORT]',
-    options: { id: { type: 'string' }, 'max-databases': { type: 'string' }, 'public-host': { type: 'string' } },
+    usage: 'server:update --id ID [--max-databases N] [--public-host HOST:PORT] [--url URL|-]',
+    options: {
+      id: { type: 'string' },
+      'max-databases': { type: 'string' },
+      'public-host': { type: 'string' },
+      url: { type: 'string' },
+    },
     prepare(options) {
       const id = requiredUuid(options, 'id');
-      const change = { maxDatabases: optionalMaxDatabases(options), publicHost: optionalPublicHost(options) };
-      if (change.maxDatabases === undefined && change.publicHost === undefined) {
-        throw new UsageError('nothing to change: give --max-databases, --public-host or both');
+      const change = {
+        maxDatabases: optionalMaxDatabases(options),
+        publicHost: optionalPublicHost(options),
+        url: options.url === undefined ? undefined : postgresUrl(String(options.url)),
+      };
+      if (change.maxDatabases === undefined && change.publicHost === undefined && change.url === undefined) {
+        throw new UsageError('nothing to change: give --max-databases, --public-host, --url or several');
       }
       return async (app) => {
-        const { DataPlaneServers } = await fleet();
+        const { DataPlane, DataPlaneServers, DatabasesService } = await fleet();
+        if (change.url !== undefined) {
+          // The new URL must reach this server: the admin's rights, and some of its databases there.
+          const holding = (await app.get(DatabasesService).usableOnServer(id)).slice(0, 20).map((d) => d.physicalName);
+          try {
+            await app.get(DataPlane).checkAdmin(change.url, holding);
+          } catch (err) {
+            throw new Error(`the new URL cannot serve this server: ${(err as Error).message}`, { cause: err });
+          }
+        }
         return app.get(DataPlaneServers).update(id, change);
       };
     },
@@ -224,6 +234,18 @@ const COMMANDS: Record<string, Command> = {
     },
   },
 };
+
+/** `--url`'s value, a postgres:// URL. */
+function postgresUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError('--url must be a postgres:// URL');
+  }
+  if (!['postgres:', 'postgresql:'].includes(parsed.protocol)) throw new UsageError('--url must be a postgres:// URL');
+  return url;
+}
 
 /** A command that sets a server's state (drain, activate, disable). */
 function serverStateCommand(name: string, state: 'Active' | 'Draining' | 'Disabled'): Command {

@@ -56,9 +56,14 @@ export class DataPlaneServersRepository {
     return this.repo.save(this.repo.create(row));
   }
 
-  /** Every server, oldest first (on the pool). */
+  /** Every server with its sealed admin URL, oldest first (on the pool). */
   all(): Promise<DataPlaneServerEntity[]> {
-    return this.onPool.find({ order: { created: 'ASC', id: 'ASC' } });
+    return this.onPool
+      .createQueryBuilder('s')
+      .addSelect('s.adminUrlCiphertext')
+      .orderBy('s.created', 'ASC')
+      .addOrderBy('s.id', 'ASC')
+      .getMany();
   }
 
   findById(id: string): Promise<DataPlaneServerEntity | null> {

@@ -26,6 +26,8 @@ export interface DataPlaneTarget {
   id: string;
   region: Region;
   url: string;
+  /** The sealed URL it was opened from: the row holding another one may name another URL (server:update --url). */
+  sealed: string;
 }
 
 /**
@@ -115,7 +117,7 @@ export class DataPlaneServers implements OnModuleInit {
   async directory(fresh = false): Promise<DataPlaneServerView[]> {
     if (fresh || !this.cached || Date.now() - this.cached.at > DIRECTORY_TTL_MS) {
       const servers = this.servers.all().then((rows) => {
-        this.forgetAllBut(new Set(rows.map((r) => r.id)));
+        this.forgetStale(rows);
         return rows.map(viewOf);
       });
       this.cached = { at: Date.now(), servers };
@@ -140,7 +142,12 @@ export class DataPlaneServers implements OnModuleInit {
     if (known) return known;
     const row = await this.servers.findWithAdminUrl(id);
     if (!row) throw new Error(`no data-plane server ${id}`);
-    const target = { id: row.id, region: row.region, url: this.box.open(row.adminUrlCiphertext) };
+    const target = {
+      id: row.id,
+      region: row.region,
+      url: this.box.open(row.adminUrlCiphertext),
+      sealed: row.adminUrlCiphertext,
+    };
     this.targets.set(id, target);
     return target;
   }
@@ -203,19 +210,26 @@ export class DataPlaneServers implements OnModuleInit {
   }
 
   /**
-   * Changes a server's capacity or the host customers connect to. A capacity below what lives on
-   * the server only stops new placements there (nothing is moved); a new public host is what every
+   * Changes a server's capacity, the host customers connect to, or its admin URL (the caller has
+   * checked the new one reaches the same server: server:update). A capacity below what lives on the
+   * server only stops new placements there (nothing is moved); a new public host is what every
    * database on the server reports as `dbHost` from then on (each process's directory, within
-   * seconds). Its admin URL is not changed here: processes keep their sessions to the server.
+   * seconds). A new admin URL is opened by every process at its next read of the fleet, its pools to
+   * the server ending as with a removal (sessions in use finish).
    */
-  async update(id: string, change: { maxDatabases?: number; publicHost?: string }): Promise<DataPlaneServerView> {
+  async update(
+    id: string,
+    change: { maxDatabases?: number; publicHost?: string; url?: string },
+  ): Promise<DataPlaneServerView> {
     const row = await this.servers.findById(id);
     if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
     await this.servers.update(id, {
       ...(change.maxDatabases !== undefined ? { maxDatabases: change.maxDatabases } : {}),
       ...(change.publicHost !== undefined ? { publicHost: hostWithPort(change.publicHost) } : {}),
+      ...(change.url !== undefined ? { adminUrlCiphertext: this.box.seal(change.url) } : {}),
     });
     this.cached = undefined;
+    if (change.url !== undefined) this.forget(id, 'changed');
     return viewOf((await this.servers.findById(id)) ?? row);
   }
 
@@ -259,19 +273,40 @@ export class DataPlaneServers implements OnModuleInit {
       return row;
     });
     this.cached = undefined;
-    this.forget(id);
+    this.forget(id, 'removed');
     return viewOf(removed);
   }
 
-  /** Forgets every resolved server not among `existing` (the rows just read): they were removed. */
-  private forgetAllBut(existing: Set<string>): void {
-    for (const id of [...this.targets.keys()]) if (!existing.has(id)) this.forget(id);
+  /**
+   * Forgets every resolved server the rows just read no longer have (removed) or name with another
+   * admin URL (opened again at the next call). A URL sealed again with another key
+   * (`secrets:reseal`) is the same URL: only the sealed text is kept.
+   */
+  private forgetStale(rows: DataPlaneServerEntity[]): void {
+    const sealed = new Map(rows.map((r) => [r.id, r.adminUrlCiphertext]));
+    for (const [id, target] of [...this.targets]) {
+      const now = sealed.get(id);
+      if (now === undefined) this.forget(id, 'removed');
+      else if (now !== target.sealed) {
+        if (this.openedOrNull(now) === target.url) target.sealed = now;
+        else this.forget(id, 'changed');
+      }
+    }
   }
 
-  /** Forgets a removed server: its opened admin URL, and (through onGone) its pools. */
-  private forget(id: string): void {
+  /** The URL sealed in `sealed`; null when no configured key opens it (target() then says why). */
+  private openedOrNull(sealed: string): string | null {
+    try {
+      return this.box.open(sealed);
+    } catch {
+      return null;
+    }
+  }
+
+  /** Forgets a removed or changed server: its opened admin URL, and (through onGone) its pools. */
+  private forget(id: string, why: 'removed' | 'changed'): void {
     if (!this.targets.delete(id)) return;
-    this.logger.log({ serverId: id }, 'data-plane server removed: its connections are let go');
+    this.logger.log({ serverId: id }, `data-plane server ${why}: its connections are let go`);
     for (const listener of this.goneListeners) listener(id);
   }
 

@@ -299,10 +299,11 @@ export class DataPlane implements OnApplicationShutdown {
 
   /**
    * Checks that a server can serve as a data-plane server before it is registered: the URL connects
-   * (within the timeouts) and its role is a superuser or has CREATEDB and CREATEROLE. Throws a
-   * message saying what is missing (never the URL).
+   * (within the timeouts) and its role is a superuser or has CREATEDB and CREATEROLE; with
+   * `holding`, also that the databases of those physical names are there (a new URL for a registered
+   * server must reach that server). Throws a message saying what is missing (never the URL).
    */
-  async checkAdmin(url: string): Promise<void> {
+  async checkAdmin(url: string, holding: string[] = []): Promise<void> {
     const db = new Client({ ...this.connectionOptions(), connectionString: url });
     db.on('error', () => undefined);
     try {
@@ -313,6 +314,14 @@ export class DataPlane implements OnApplicationShutdown {
       const role = rows[0];
       if (!role?.rolsuper && !(role?.rolcreatedb && role?.rolcreaterole)) {
         throw new Error('the admin role needs SUPERUSER, or CREATEDB and CREATEROLE');
+      }
+      if (holding.length) {
+        const found = await db.query('SELECT 1 FROM pg_database WHERE datname = ANY($1)', [holding]);
+        if (found.rowCount !== holding.length) {
+          throw new Error(
+            `it is not the server registered: ${holding.length - (found.rowCount ?? 0)} of the ${holding.length} of its databases looked for are not there`,
+          );
+        }
       }
     } finally {
       await db.end().catch(() => undefined);

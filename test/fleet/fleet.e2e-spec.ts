@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { CREATABLE_REGIONS } from '../../src/config/regions';
 import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
+import { DataPlaneServerState } from '../../src/data-plane/data-plane-server.entity';
 import { DataPlaneServers } from '../../src/data-plane/data-plane-servers.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseEntity } from '../../src/databases/database.entity';
@@ -661,4 +662,63 @@ describe("a region's last server", () => {
       await a.close();
     }
   }, 60000);
+});
+
+describe('a server whose admin URL changes (server:update --url)', () => {
+  it('takes a URL that reaches the same server, seen by a running process at its next read of the fleet; refuses one that reaches another', async () => {
+    const link = await TcpRelay.inFrontOf(SECOND_URL());
+    const t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '0', DATA_PLANE_CONNECT_TIMEOUT_MS: '1000' });
+    try {
+      const cli = (args: string[], input?: string) => runCli(args, { DATABASE_URL: t.metadataUrl }, input);
+      const servers = t.app.get(DataPlaneServers);
+      // The second server, registered through the relay, the only one taking databases.
+      const moved = (await servers.add({ region: REGION, url: link.through(SECOND_URL()), maxDatabases: 10 })).id;
+      await servers.setState(await serverIdOf(t, REGION), DataPlaneServerState.Draining);
+      const { auth } = await createDeveloperWithToken(t.app);
+      const { slug } = await createWorkspace(t, auth);
+      const name = `moved_${unique()}`;
+      await t.http
+        .post(`/workspaces/${slug}/databases`)
+        .set(auth)
+        .send({ databaseName: name, region: REGION })
+        .expect(201);
+      const db = await waitForStatus(t, auth, slug, name, 'READY');
+      expect((await databaseRow(t, db.id)).server_id).toBe(moved);
+      const sealed = async () =>
+        (
+          await t.dataSource.query<{ sealed: string }[]>(
+            'SELECT admin_url_ciphertext AS sealed FROM data_plane_servers WHERE id = $1',
+            [moved],
+          )
+        )[0].sealed;
+      const before = await sealed();
+
+      // Another server (the first one) does not hold its databases.
+      const other = await cli(['server:update', '--id', moved, '--url', '-'], `${FIRST_URL()}\n`);
+      expect(other.code).toBe(1);
+      expect(other.stderr).toMatch(/the new URL cannot serve this server: it is not the server registered: 1 of the 1/);
+      expect(await sealed()).toBe(before);
+
+      // The server itself, without the relay.
+      const updated = await cli(['server:update', '--id', moved, '--url', '-'], `${SECOND_URL()}\n`);
+      expect({ code: updated.code, stderr: updated.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(updated.json).toMatchObject({ id: moved, region: REGION });
+      expect(updated.stdout).not.toContain(decodeURIComponent(new URL(SECOND_URL()).password));
+      expect(await sealed()).not.toBe(before);
+
+      // The relay goes silent: the running app, which opened the old URL, reaches the server by the
+      // new one once it reads the fleet again (each reconcile pass does, as placement and health do).
+      await link.stall();
+      const path = `/workspaces/${slug}/databases/${name}/credentials`;
+      expect((await t.http.post(path).set(auth)).status).toBe(503);
+      await reconcile(t.app);
+      const cred = (await t.http.post(path).set(auth).expect(200)).body as { id: string; password: string };
+      // (Customers' public host is still the relay's: checked on the server itself.)
+      const direct = `postgres://${new URL(SECOND_URL()).host}/${(await databaseRow(t, db.id)).physical_name}`;
+      await expect(queryAs(direct, cred.id, cred.password, 'SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+    } finally {
+      await t.close();
+      await link.down();
+    }
+  }, 90000);
 });
