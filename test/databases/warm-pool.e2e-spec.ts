@@ -365,97 +365,87 @@ describe('warm pool entries another run or a create has taken', () => {
 });
 
 describe('a warm pool turned down', () => {
+  const apps: TestApp[] = [];
+  afterEach(async () => {
+    for (const app of apps.reverse()) await app.close();
+    apps.length = 0;
+  });
+
+  /** An app of its own with the first server's pool filled to `target` (no workers: it changes only when the test says so). */
+  async function filledPool(target: number) {
+    const full = await createIsolatedTestApp({ DATABASE_POOL_TARGET: String(target), WORKERS: 'off' });
+    apps.push(full);
+    const server = await serverIdOf(full, 'AWS_US_WEST_2');
+    const pooledOn = () =>
+      full.dataSource.query<{ physical_name: string; ready: boolean }[]>(
+        'SELECT physical_name, ready FROM pooled_databases WHERE server_id = $1 ORDER BY created, id',
+        [server],
+      );
+    await full.app.get(WarmPool).refill(server);
+    const built = await pooledOn();
+    expect(built.map((p) => p.ready)).toEqual(Array(target).fill(true));
+    return { full, server, pooledOn, built, dataPlane: full.app.get(DataPlane) };
+  }
+
   it('gives back what is above a lowered target, and everything once turned off (a target of 0), a drained server’s included, at the next reconcile pass', async () => {
-    // No workers: the pool is filled only when the test says so.
-    const full = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '2', WORKERS: 'off' });
-    const apps: TestApp[] = [full];
-    try {
-      const server = await serverIdOf(full, 'AWS_US_WEST_2');
-      const dataPlane = full.app.get(DataPlane);
-      const pooledOn = () =>
-        full.dataSource.query<{ physical_name: string; ready: boolean }[]>(
-          'SELECT physical_name, ready FROM pooled_databases WHERE server_id = $1 ORDER BY created, id',
-          [server],
-        );
-      await full.app.get(WarmPool).refill(server);
-      const built = await pooledOn();
-      expect(built.map((p) => p.ready)).toEqual([true, true]);
+    const { full, server, pooledOn, built, dataPlane } = await filledPool(2);
 
-      const lowered = await createTestApp({ DATABASE_URL: full.metadataUrl, DATABASE_POOL_TARGET: '1' });
-      apps.push(lowered);
-      await reconcile(lowered.app);
-      await eventually(async () => (await pooledOn()).length === 1, 30000);
-      // The oldest goes, row and database; the other stays ready for creates.
-      expect(await pooledOn()).toEqual([built[1]]);
-      expect(await dataPlane.databaseExists(server, built[0].physical_name)).toBe(false);
-      expect(await dataPlane.databaseExists(server, built[1].physical_name)).toBe(true);
+    const lowered = await createTestApp({ DATABASE_URL: full.metadataUrl, DATABASE_POOL_TARGET: '1' });
+    apps.push(lowered);
+    await reconcile(lowered.app);
+    await eventually(async () => (await pooledOn()).length === 1, 30000);
+    // The oldest goes, row and database; the other stays ready for creates.
+    expect(await pooledOn()).toEqual([built[1]]);
+    expect(await dataPlane.databaseExists(server, built[0].physical_name)).toBe(false);
+    expect(await dataPlane.databaseExists(server, built[1].physical_name)).toBe(true);
 
-      const off = await createTestApp({ DATABASE_URL: full.metadataUrl, DATABASE_POOL_TARGET: '0' });
-      apps.push(off);
-      await off.app.get(DataPlaneServers).setState(server, DataPlaneServerState.Draining);
-      await reconcile(off.app);
-      await eventually(async () => (await pooledOn()).length === 0, 30000);
-      expect(await dataPlane.databaseExists(server, built[1].physical_name)).toBe(false);
-      // Nothing lives on the drained server any more: server:remove would not be held back by it.
-      expect(await off.app.get(Placement).livingOn(server)).toBe(0);
-    } finally {
-      for (const app of apps.reverse()) await app.close();
-    }
+    const off = await createTestApp({ DATABASE_URL: full.metadataUrl, DATABASE_POOL_TARGET: '0' });
+    apps.push(off);
+    await off.app.get(DataPlaneServers).setState(server, DataPlaneServerState.Draining);
+    await reconcile(off.app);
+    await eventually(async () => (await pooledOn()).length === 0, 30000);
+    expect(await dataPlane.databaseExists(server, built[1].physical_name)).toBe(false);
+    // Nothing lives on the drained server any more: server:remove would not be held back by it.
+    expect(await off.app.get(Placement).livingOn(server)).toBe(0);
   }, 120000);
 
   it('trims exactly to a lowered target while a create is taking an entry: the taken one counts as gone, no other is dropped', async () => {
-    // No workers: the pool is filled and trimmed only when the test says so.
-    const full = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '3', WORKERS: 'off' });
-    const apps: TestApp[] = [full];
-    try {
-      const server = await serverIdOf(full, 'AWS_US_WEST_2');
-      const pooledOn = () =>
-        full.dataSource.query<{ physical_name: string; ready: boolean }[]>(
-          'SELECT physical_name, ready FROM pooled_databases WHERE server_id = $1 ORDER BY created, id',
-          [server],
-        );
-      await full.app.get(WarmPool).refill(server);
-      const built = await pooledOn();
-      expect(built.map((p) => p.ready)).toEqual([true, true, true]);
+    const { full, server, pooledOn, built, dataPlane } = await filledPool(3);
 
-      const lowered = await createTestApp({
-        DATABASE_URL: full.metadataUrl,
-        DATABASE_POOL_TARGET: '2',
-        WORKERS: 'off',
-      });
-      apps.push(lowered);
-      const { auth } = await createDeveloperWithToken(lowered.app);
-      const { slug } = await createWorkspace(lowered, auth);
-      // The create takes an entry, then its insert waits 2 s in its transaction while the trim runs.
-      const [created] = await withSlowRows(
-        lowered.dataSource,
-        { table: 'databases', on: 'INSERT', when: `NEW.server_id = '${server}'::uuid`, seconds: 2 },
-        () =>
-          Promise.all([
-            lowered.http
-              .post(`/workspaces/${slug}/databases`)
-              .set(auth)
-              .send({ databaseName: `taken_${unique()}`, region: 'AWS_US_WEST_2' })
-              .then((res) => res),
-            (async () => {
-              await untilAsleep(lowered.dataSource);
-              await lowered.app.get(WarmPool).refill(server);
-            })(),
-          ]),
-      );
-      expect(created.body.status).toBe('READY');
-      const taken = (await databaseRow(lowered, created.body.id)).physical_name;
-      const left = await pooledOn();
-      expect(left.map((p) => p.physical_name).sort()).toEqual(
-        built
-          .map((p) => p.physical_name)
-          .filter((name) => name !== taken)
-          .sort(),
-      );
-      const dataPlane = lowered.app.get(DataPlane);
-      for (const { physical_name } of left) expect(await dataPlane.databaseExists(server, physical_name)).toBe(true);
-    } finally {
-      for (const app of apps.reverse()) await app.close();
-    }
+    const lowered = await createTestApp({
+      DATABASE_URL: full.metadataUrl,
+      DATABASE_POOL_TARGET: '2',
+      WORKERS: 'off',
+    });
+    apps.push(lowered);
+    const { auth } = await createDeveloperWithToken(lowered.app);
+    const { slug } = await createWorkspace(lowered, auth);
+    // The create takes an entry, then its insert waits 2 s in its transaction while the trim runs.
+    const [created] = await withSlowRows(
+      lowered.dataSource,
+      { table: 'databases', on: 'INSERT', when: `NEW.server_id = '${server}'::uuid`, seconds: 2 },
+      () =>
+        Promise.all([
+          lowered.http
+            .post(`/workspaces/${slug}/databases`)
+            .set(auth)
+            .send({ databaseName: `taken_${unique()}`, region: 'AWS_US_WEST_2' })
+            .then((res) => res),
+          (async () => {
+            await untilAsleep(lowered.dataSource);
+            await lowered.app.get(WarmPool).refill(server);
+          })(),
+        ]),
+    );
+    expect(created.body.status).toBe('READY');
+    const taken = (await databaseRow(lowered, created.body.id)).physical_name;
+    const left = await pooledOn();
+    expect(left.map((p) => p.physical_name).sort()).toEqual(
+      built
+        .map((p) => p.physical_name)
+        .filter((name) => name !== taken)
+        .sort(),
+    );
+    for (const { physical_name } of left) expect(await dataPlane.databaseExists(server, physical_name)).toBe(true);
   }, 120000);
 });
