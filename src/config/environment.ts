@@ -319,6 +319,17 @@ export class EnvironmentVariables {
   @Max(50)
   DATABASE_POOL_TARGET = 2;
 
+  /**
+   * Workspaces one developer may belong to when creating another: each is in every answer that
+   * describes the developer (/developers/me, each invite's sender), so without a bound one account
+   * could grow those answers without end.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100000)
+  WORKSPACES_PER_DEVELOPER = 1000;
+
   @Transform(toInt)
   @IsInt()
   @Min(1)

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type Repository } from 'typeorm';
 import { type PreparedRead, readRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForContextTransaction } from '../database/transaction-lock';
 import { toWorkspace, type WorkspaceRow } from './workspace-rows';
 import { WorkspaceMemberEntity } from './workspace-member.entity';
 import { WorkspaceEntity } from './workspace.entity';
@@ -103,6 +104,16 @@ export class WorkspacesRepository {
       order: { created: 'ASC', developerId: 'ASC' },
     });
     return rows.map((r) => r.developerId);
+  }
+
+  /** Takes the turn of the developer's workspace creates for the rest of the context's transaction. */
+  lockCreatesOf(developerId: string): Promise<void> {
+    return lockForContextTransaction(this.txHost, `workspace-creates:${developerId}`);
+  }
+
+  /** How many workspaces the developer belongs to. */
+  countMemberships(developerId: string): Promise<number> {
+    return this.members.countBy({ developerId });
   }
 
   /** Adds a member; a no-op when already a member. */

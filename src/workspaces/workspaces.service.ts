@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
+import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { DeveloperKind } from '../developers/developer.entity';
 import { slugify } from './slug';
@@ -16,6 +17,7 @@ export class WorkspacesService {
   constructor(
     private readonly txHost: MetadataTransactions,
     private readonly workspaces: WorkspacesRepository,
+    private readonly config: AppConfig,
   ) {}
 
   /** Creates a workspace and makes the creator its first member, in one transaction. */
@@ -28,6 +30,16 @@ export class WorkspacesService {
     if (!slug) throw new ApiException(ErrorCode.BadRequest, 'name must contain at least one ASCII letter or digit');
     // A taken slug fails the unique constraint, which the error filter answers with 409 naming it.
     return this.txHost.withTransaction(async () => {
+      // One developer's creates take turns, so parallel ones never pass the bound together.
+      await this.workspaces.lockCreatesOf(creator.id);
+      const max = this.config.env.WORKSPACES_PER_DEVELOPER;
+      if ((await this.workspaces.countMemberships(creator.id)) >= max) {
+        throw new ApiException(
+          ErrorCode.ThresholdExceeded,
+          `A developer may belong to at most ${max} workspaces; leave one first`,
+          { status: 403 },
+        );
+      }
       const workspace = await this.workspaces.save({ name: trimmed, slug });
       await this.workspaces.addMember(workspace.id, creator.id);
       return workspace;

@@ -146,3 +146,33 @@ describe('workspaces', () => {
     expect(res.body).toEqual(['AWS_US_WEST_2', 'AWS_EU_CENTRAL_1', 'AZURE_EASTUS']);
   });
 });
+
+describe('workspaces per developer', () => {
+  let t: TestApp;
+  beforeAll(async () => (t = await createTestApp({ WORKSPACES_PER_DEVELOPER: '3' })));
+  afterAll(() => t.close());
+
+  it('are at most WORKSPACES_PER_DEVELOPER for a create, also when asked at once (403 threshold_exceeded)', async () => {
+    const me = await createDeveloperWithToken(t.app);
+    const stamp = Date.now().toString(36);
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        t.http
+          .post('/workspaces')
+          .set(me.auth)
+          .send({ name: `bounded ${stamp} ${i}` }),
+      ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 403, 403]);
+    expect(answers.find((a) => a.status === 403)!.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: 'A developer may belong to at most 3 workspaces; leave one first',
+      statusCode: 403,
+    });
+    const [{ n }] = await t.dataSource.query<{ n: number }[]>(
+      'SELECT count(*)::int AS n FROM workspace_members WHERE developer_id = $1',
+      [me.developer.id],
+    );
+    expect(n).toBe(3);
+  });
+});
