@@ -79,15 +79,20 @@ export class QueuesModule implements BeforeApplicationShutdown, OnApplicationShu
       ]);
       return;
     }
-    // Let each queue finish its current job and close (Bull reconnects its blocking client while
-    // doing so) here, before any module's onApplicationShutdown: Nest runs those from the root
-    // module down, so the mail transport and the pools a job uses would close under it first.
-    const closing = Promise.all(queues.map((queue) => queue.close()));
-    await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
+    // Let each queue's processors finish their current job and take no other (a local pause: the
+    // queue stays open, so requests still in flight enqueue as usual) here, before any module's
+    // onApplicationShutdown: Nest runs those from the root module down, so the mail transport and
+    // the pools a job uses would close under it first.
+    const pausing = Promise.all(queues.map((queue) => queue.pause(true)));
+    await Promise.race([pausing, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    // Make sure nothing is left connected or reconnecting.
+    // After the HTTP server has let its requests finish: close the queues (no job runs any more;
+    // Bull reconnects its blocking client while closing), then make sure nothing is left connected
+    // or reconnecting.
+    const closing = Promise.all(ALL_QUEUES.map((name) => this.jobs.queue(name).close()));
+    await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 10000).unref())]);
     await this.connections.closeAll();
   }
 }
