@@ -36,7 +36,7 @@ export class WorkspacesService {
       if ((await this.workspaces.countMemberships(creator.id)) >= max) {
         throw new ApiException(
           ErrorCode.ThresholdExceeded,
-          `A developer may belong to at most ${max} workspaces; leave one first`,
+          `A developer may belong to at most ${max} workspaces; leave one that has other members, or ask the operator to raise WORKSPACES_PER_DEVELOPER`,
           { status: 403 },
         );
       }
