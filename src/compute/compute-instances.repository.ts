@@ -32,9 +32,9 @@ export class ComputeInstancesRepository {
     return lockForContextTransaction(this.txHost, `compute-instances:${databaseId}`);
   }
 
-  /** The database's instances that are not deleted. */
-  countLiveOf(databaseId: string): Promise<number> {
-    return this.repo.countBy({ databaseId, deleted: IsNull() });
+  /** The database's instances not terminated (a deleted one keeps its connections until then). */
+  countUnterminatedOf(databaseId: string): Promise<number> {
+    return this.repo.countBy({ databaseId, terminated: IsNull() });
   }
 
   save(row: Partial<ComputeInstanceEntity>): Promise<ComputeInstanceEntity> {

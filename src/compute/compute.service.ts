@@ -78,10 +78,10 @@ export class ComputeService {
       const locked = await this.databases.lock(database.id, 'pessimistic_read');
       if (!locked || locked.finalized) throw this.databaseGone(workspace, databaseName);
       const max = this.config.env.COMPUTE_MAX_INSTANCES_PER_DATABASE;
-      if ((await this.instances.countLiveOf(database.id)) >= max) {
+      if ((await this.instances.countUnterminatedOf(database.id)) >= max) {
         throw new ApiException(
           ErrorCode.ThresholdExceeded,
-          `A database may have at most ${max} dedicated compute instances; delete one first`,
+          `A database may have at most ${max} dedicated compute instances; delete one first (it counts until it is terminated)`,
           { status: 403 },
         );
       }

@@ -189,7 +189,7 @@ export class EnvironmentVariables {
   DATA_PLANE_DEFAULT_CONNECTION_LIMIT = 20;
 
   /**
-   * Dedicated compute instances a database may have at once (not deleted): each adds its size's
+   * Dedicated compute instances a database may have at once (not terminated): each adds its size's
    * connections to the database's limit, so without a bound one database could take every session
    * of its server (PRO, which allows compute, is self-service).
    */

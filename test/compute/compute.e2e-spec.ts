@@ -759,7 +759,7 @@ describe('dedicated compute instances per database', () => {
   });
   afterAll(() => t.close());
 
-  it('are at most COMPUTE_MAX_INSTANCES_PER_DATABASE, also when asked at once (403 threshold_exceeded); a deleted one frees its place', async () => {
+  it('are at most COMPUTE_MAX_INSTANCES_PER_DATABASE, also when asked at once (403 threshold_exceeded); a deleted one frees its place once terminated', async () => {
     const { slug } = await createWorkspace(t, auth);
     const db = await createReadyDatabase(t, auth, slug);
     const path = `/workspaces/${slug}/databases/${db.name}/compute`;
@@ -781,7 +781,8 @@ describe('dedicated compute instances per database', () => {
     expect(answers.map((a) => a.status).sort()).toEqual([202, 202, 403, 403, 403]);
     expect(answers.find((a) => a.status === 403)!.body).toEqual({
       errorCode: 'threshold_exceeded',
-      message: 'A database may have at most 2 dedicated compute instances; delete one first',
+      message:
+        'A database may have at most 2 dedicated compute instances; delete one first (it counts until it is terminated)',
       statusCode: 403,
     });
     const live = await t.dataSource.query<{ id: string }[]>(
@@ -790,7 +791,9 @@ describe('dedicated compute instances per database', () => {
     );
     expect(live).toHaveLength(2);
 
+    // A deleted instance keeps its connections until it is terminated, and its place with them.
     await t.http.delete(`${path}/${live[0].id}`).set(auth).expect(202);
+    await eventually(async () => (await instanceRow(t, live[0].id)).terminated !== null);
     await t.http.post(path).set(auth).send({ instanceSize: 'small', instanceName: 'ci_again' }).expect(202);
   });
 });
