@@ -168,7 +168,7 @@ const COMMANDS: Record<string, Command> = {
         const { DataPlane, DataPlaneServers, DatabasesService } = await fleet();
         if (change.url !== undefined) {
           // The new URL must reach this server: the admin's rights, and some of its databases there.
-          const holding = (await app.get(DatabasesService).usableOnServer(id)).slice(0, 20).map((d) => d.physicalName);
+          const holding = await app.get(DatabasesService).builtOn(id, 20);
           try {
             await app.get(DataPlane).checkAdmin(change.url, holding);
           } catch (err) {
@@ -186,13 +186,13 @@ const COMMANDS: Record<string, Command> = {
       return async (app) => {
         const { SecretsReseal } = await import('./common/crypto/secrets-reseal.service.js');
         const outcome = await app.get(SecretsReseal).run();
-        const unreadable = Object.entries(outcome.unreadable).filter(([, n]) => n > 0);
-        if (unreadable.length) {
+        const left = Object.entries(outcome.remaining).filter(([, n]) => n > 0);
+        if (left.length) {
           throw new Error(
-            `sealed with a key no longer configured, left as they are: ${unreadable.map(([table, n]) => `${n} in ${table}`).join(', ')} (resealed: ${JSON.stringify(outcome.resealed)})`,
+            `still sealed with other keys: ${left.map(([table, n]) => `${n} in ${table} (${outcome.unreadable[table]} with a key no longer configured)`).join(', ')}; keep the old keys and run it again (resealed: ${JSON.stringify(outcome.resealed)})`,
           );
         }
-        return { keyId: outcome.keyId, resealed: outcome.resealed };
+        return { keyId: outcome.keyId, resealed: outcome.resealed, remaining: outcome.remaining };
       };
     },
   },

@@ -136,8 +136,15 @@ export class DataPlaneServers implements OnModuleInit {
     return (await this.view(id))?.publicHost;
   }
 
-  /** Where to connect for a server (its admin URL is opened once per process). */
+  /**
+   * Where to connect for a server (its admin URL is opened once per process). The fleet is read
+   * first when this process's copy is more than a couple of seconds old (DIRECTORY_TTL_MS), so a
+   * server removed or given a new URL by another process is seen at the next call to it, even in a
+   * process that places nothing and runs no reconciler (an API with WORKERS=off). A failed read
+   * leaves the copy as it is.
+   */
   async target(id: string): Promise<DataPlaneTarget> {
+    await this.directory().catch(() => undefined);
     const known = this.targets.get(id);
     if (known) return known;
     const row = await this.servers.findWithAdminUrl(id);
@@ -150,6 +157,11 @@ export class DataPlaneServers implements OnModuleInit {
     };
     this.targets.set(id, target);
     return target;
+  }
+
+  /** The admin URL this process has open for the server now, if it has one. */
+  openedUrl(id: string): string | undefined {
+    return this.targets.get(id)?.url;
   }
 
   /**
@@ -288,8 +300,16 @@ export class DataPlaneServers implements OnModuleInit {
       const now = sealed.get(id);
       if (now === undefined) this.forget(id, 'removed');
       else if (now !== target.sealed) {
-        if (this.openedOrNull(now) === target.url) target.sealed = now;
-        else this.forget(id, 'changed');
+        const url = this.openedOrNull(now);
+        if (url === target.url) target.sealed = now;
+        else if (url !== null) this.forget(id, 'changed');
+        // Sealed with a key this process lacks (a reseal or a new URL before every process had the
+        // key): the URL it has open keeps working, rather than every call to the server failing.
+        else
+          this.logger.error(
+            { serverId: id },
+            'admin URL sealed with a key this process does not have; keeping the one open',
+          );
       }
     }
   }

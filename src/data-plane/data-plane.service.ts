@@ -232,6 +232,8 @@ export class DataPlane implements OnApplicationShutdown {
   private readonly lockPools = new Map<string, Pool>();
   /** Servers whose shared databases this process has already closed to PUBLIC. */
   private readonly lockedServers = new Set<string>();
+  /** The admin URL each pool connects with. */
+  private readonly poolUrls = new WeakMap<Pool, string>();
 
   constructor(
     private readonly config: AppConfig,
@@ -905,11 +907,22 @@ export class DataPlane implements OnApplicationShutdown {
     return this.poolOf(this.lockPools, t, 16, 'data-plane lock session lost');
   }
 
-  /** The server's pool in `pools`, made on first use. */
+  /**
+   * The server's pool in `pools`, made on first use, to the admin URL the registry has open now (a
+   * call that resolved the server before its URL changed, server:update --url, gets the pool of the
+   * new one): a pool of another URL is ended and replaced, so an old URL never stays in use.
+   */
   private poolOf(pools: Map<string, Pool>, t: DataPlaneTarget, max: number, lostMessage: string): Pool {
+    const url = this.servers.openedUrl(t.id) ?? t.url;
     let pool = pools.get(t.id);
+    if (pool && this.poolUrls.get(pool) !== url) {
+      pools.delete(t.id);
+      pool.end().catch(() => undefined);
+      pool = undefined;
+    }
     if (!pool) {
-      pool = new Pool({ ...this.connectionOptions(), connectionString: t.url, max, idleTimeoutMillis: 10000 });
+      pool = new Pool({ ...this.connectionOptions(), connectionString: url, max, idleTimeoutMillis: 10000 });
+      this.poolUrls.set(pool, url);
       // An idle client that loses its connection must not take the process down.
       pool.on('error', (err) => this.logger.warn({ region: t.region, serverId: t.id, err: err.message }, lostMessage));
       // Nor a checked-out one (the pool listens to idle clients only), e.g. a lock session held

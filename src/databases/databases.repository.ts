@@ -226,6 +226,17 @@ export class DatabasesRepository {
     return rows.map((r) => r.id);
   }
 
+  /** Physical names of up to `limit` of the server's READY databases not finalized. */
+  async readyPhysicalNamesOn(serverId: string, limit: number): Promise<string[]> {
+    const rows = await this.txHost.tx.query<{ physical_name: string }[]>(
+      `SELECT physical_name FROM databases
+        WHERE server_id = $1 AND status = '${DatabaseStatus.Ready}' AND finalized IS NULL
+        ORDER BY created, id LIMIT $2`,
+      [serverId, limit],
+    );
+    return rows.map((r) => r.physical_name);
+  }
+
   /**
    * The server's READY databases not finalized, oldest first (a telemetry pass's read, once per
    * server and interval): raw rows of the three columns a pass needs, in the order of

@@ -345,6 +345,13 @@ export class DatabasesService {
   }
 
   /** The server's usable databases (as above), oldest first, for one insights pass; none for a key that is no id. */
+  /** Physical names of up to `limit` of what is built on the server (READY databases, then ready warm-pool entries). */
+  async builtOn(serverId: string, limit: number): Promise<string[]> {
+    const databases = await this.databases.readyPhysicalNamesOn(serverId, limit);
+    if (databases.length >= limit) return databases;
+    return [...databases, ...(await this.pool.readyPhysicalNamesOn(serverId, limit - databases.length))];
+  }
+
   async usableOnServer(serverId: string): Promise<{ id: string; workspaceId: string; physicalName: string }[]> {
     if (!isUuid(serverId)) return [];
     const rows = await this.databases.usableOnServer(serverId);

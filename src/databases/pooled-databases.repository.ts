@@ -89,6 +89,16 @@ export class PooledDatabasesRepository {
     return this.repo.countBy({ region, ready: true });
   }
 
+  /** Physical names of up to `limit` of the server's ready entries. */
+  async readyPhysicalNamesOn(serverId: string, limit: number): Promise<string[]> {
+    const rows = await this.repo.find({
+      select: { physicalName: true },
+      where: { serverId, ready: true },
+      take: limit,
+    });
+    return rows.map((r) => r.physicalName);
+  }
+
   readyCountOn(serverId: string): Promise<number> {
     return this.repo.countBy({ serverId, ready: true });
   }

@@ -145,6 +145,11 @@ export class WarmPool {
     return this.pooled.readyCountIn(region);
   }
 
+  /** Physical names of up to `limit` of the server's ready entries. */
+  readyPhysicalNamesOn(serverId: string, limit: number): Promise<string[]> {
+    return this.pooled.readyPhysicalNamesOn(serverId, limit);
+  }
+
   /** Ready entries per server (for operators and tests). */
   async readyCountOn(serverId: string): Promise<number> {
     return this.pooled.readyCountOn(serverId);

@@ -17,6 +17,11 @@ export interface ResealOutcome {
   resealed: Record<string, number>;
   /** Per table: rows sealed with a key no longer configured (left as they are). */
   unreadable: Record<string, number>;
+  /**
+   * Per table: rows still sealed with another key at the end (the unreadable ones, and any a
+   * process still sealing with an old key wrote meanwhile): the old keys may go once all are 0.
+   */
+  remaining: Record<string, number>;
 }
 
 /**
@@ -38,7 +43,7 @@ export class SecretsReseal {
 
   async run(): Promise<ResealOutcome> {
     const keyId = this.box.sealingKeyId;
-    const outcome: ResealOutcome = { keyId, resealed: {}, unreadable: {} };
+    const outcome: ResealOutcome = { keyId, resealed: {}, unreadable: {}, remaining: {} };
     for (const { table, column } of SEALED_COLUMNS) {
       let resealed = 0;
       let unreadable = 0;
@@ -69,6 +74,11 @@ export class SecretsReseal {
       }
       outcome.resealed[table] = resealed;
       outcome.unreadable[table] = unreadable;
+      const [{ n }] = await this.txHost.tx.query<{ n: number }[]>(
+        `SELECT count(*)::int AS n FROM ${table} WHERE ${column} IS NOT NULL AND NOT starts_with(${column}, $1)`,
+        [`${keyId}:`],
+      );
+      outcome.remaining[table] = n;
     }
     return outcome;
   }
