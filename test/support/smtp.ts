@@ -38,7 +38,8 @@ export class TestSmtpServer {
             raw,
             decoded: decodeQuotedPrintable(raw),
           });
-          setTimeout(callback, this.holdMs);
+          // Unref'd: a message still held when its spec ends must not keep the Jest worker alive.
+          setTimeout(callback, this.holdMs).unref();
         });
       },
     });
