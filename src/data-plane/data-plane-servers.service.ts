@@ -246,10 +246,11 @@ export class DataPlaneServers implements OnModuleInit {
   }
 
   /**
-   * Removes a server, refused for its region's last one and while `inUse` counts anything living
-   * on it; `inUse` runs in this transaction, which the context carries. The region's placement turn (placementTurnKey) is taken
-   * first, then the server row is locked: a create or a refill that chose the server has committed
-   * its row by then (and is counted), and one that comes after reads the fleet without the server.
+   * Removes a server, refused for its creatable region's last one and while `inUse` counts anything
+   * living on it; `inUse` runs in this transaction, which the context carries. The region's
+   * placement turn (placementTurnKey) is taken first, then the server row is locked: a create or a
+   * refill that chose the server has committed its row by then (and is counted), and one that comes
+   * after reads the fleet without the server.
    * A placement's read of the servers is a plain read, so the row lock alone would not order them:
    * the placement's insert would fail the foreign key once the removal committed. Rows that outlive
    * what lived there (finalized databases, kept for billing) are let go by their modules (onRemove)

@@ -344,7 +344,6 @@ export class DatabasesService {
     return this.databases.serversWithUsable();
   }
 
-  /** The server's usable databases (as above), oldest first, for one insights pass; none for a key that is no id. */
   /** Physical names of up to `limit` of what is built on the server (READY databases, then ready warm-pool entries). */
   async builtOn(serverId: string, limit: number): Promise<string[]> {
     const databases = await this.databases.readyPhysicalNamesOn(serverId, limit);
@@ -352,6 +351,7 @@ export class DatabasesService {
     return [...databases, ...(await this.pool.readyPhysicalNamesOn(serverId, limit - databases.length))];
   }
 
+  /** The server's usable databases (as above), oldest first, for one insights pass; none for a key that is no id. */
   async usableOnServer(serverId: string): Promise<{ id: string; workspaceId: string; physicalName: string }[]> {
     if (!isUuid(serverId)) return [];
     const rows = await this.databases.usableOnServer(serverId);

@@ -105,7 +105,8 @@ export class InsightsRepository {
    * Inserts the samples and adds their storage to each database's month for the sample's workspace
    * (the one holding the database when the pass began: after a claim, the claiming one), in one
    * statement. A sample stands for the interval that ends at its moment, so its month is the one of
-   * the instant just before (the pass at 00:00Z on the 1st adds to the month that just ended): a sample already recorded (same database and moment) is skipped and adds nothing.
+   * the instant just before (the pass at 00:00Z on the 1st adds to the month that just ended). A
+   * sample already recorded (same database and moment) is skipped and adds nothing.
    * Answers how many samples were inserted.
    */
   async insertSamplesWithStorage(rows: NewSample[], at: Date): Promise<number> {
