@@ -33,6 +33,11 @@ export enum DatabaseStatus {
 // The reconciler's sweeps, which read only work still owed (not the tombstones): deletions not yet
 // finalized, by due time; builds not yet done, oldest first.
 @Index('IDX_databases_deletion_due', ['deletionDueAt'], { where: '"deleted" IS NOT NULL AND "finalized" IS NULL' })
+// A workspace's databases queued for deletion, by due time: every create within a limited plan counts
+// them (and reads the first due), which must not read the workspace's tombstones.
+@Index('IDX_databases_queued_by_workspace', ['workspaceId', 'deletionDueAt'], {
+  where: '"deleted" IS NOT NULL AND "finalized" IS NULL',
+})
 @Index('IDX_databases_unbuilt_by_created', ['created'], {
   where: `"status" IN ('REQUESTED', 'BUILT') AND "deleted" IS NULL`,
 })

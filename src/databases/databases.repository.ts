@@ -25,6 +25,15 @@ const OPERABLE_DATABASE: PreparedRead = {
           ORDER BY deleted DESC NULLS FIRST LIMIT 1`,
 };
 
+/** A workspace's databases that hold a place on a server (DatabasesRepository.countPlaced). */
+export interface PlacedDatabases {
+  live: number;
+  /** Queued for deletion, not yet finalized (however late). */
+  queued: number;
+  /** When the first of those is due to be finalized (null when none is queued). */
+  firstDueAt: Date | null;
+}
+
 /** How full a server is: customer databases not yet finalized, and warm-pool entries. */
 export interface ServerUsage {
   databases: number;
@@ -95,6 +104,21 @@ export class DatabasesRepository {
 
   countLive(workspaceId: string): Promise<number> {
     return this.repo.countBy({ workspaceId, deleted: IsNull() });
+  }
+
+  /**
+   * The workspace's databases that still hold a place on a server: live ones, and those queued for
+   * deletion with the first one's due time. Each count reads its own partial index (no tombstones).
+   */
+  async countPlaced(workspaceId: string): Promise<PlacedDatabases> {
+    const [row] = await this.txHost.tx.query<{ live: number; queued: number; first_due: Date | null }[]>(
+      `SELECT (SELECT count(*) FROM databases WHERE workspace_id = $1 AND deleted IS NULL)::int AS live,
+              q.queued, q.first_due
+         FROM (SELECT count(*)::int AS queued, min(deletion_due_at) AS first_due FROM databases
+                WHERE workspace_id = $1 AND deleted IS NOT NULL AND finalized IS NULL) q`,
+      [workspaceId],
+    );
+    return { live: row.live, queued: row.queued, firstDueAt: row.first_due };
   }
 
   /** The workspace's live databases, oldest first, up to `take`, after the database `cursor` (when given). */

@@ -99,7 +99,9 @@ export class DatabasesService {
           ...(withinPlan ? [planLockKey(workspace)] : []),
           this.placement.regionLockKey(dto.region),
         );
-        if (withinPlan) await this.assertRoomInPlan(workspace);
+        if (withinPlan) {
+          await this.plans.assertRoomForDatabase(workspace.id, () => this.databases.countPlaced(workspace.id));
+        }
         const candidates = await this.placement.candidates(dto.region, eligible);
         let serverId: string | undefined;
         let pooled: string | null = null;
@@ -152,8 +154,10 @@ export class DatabasesService {
 
   /**
    * Refuses a database beyond the workspace's plan, under the plan's lock (planLockKey), which the
-   * caller has taken: creates of one workspace take turns (a transaction-scoped advisory lock held to
-   * commit), so parallel creates never pass the limit.
+   * caller has taken: creates and claims of one workspace take turns (a transaction-scoped advisory
+   * lock held to commit), so parallel ones never pass the limit. A claim moves a database already
+   * placed, so unlike a create (PlanLimits.assertRoomForDatabase) it does not count the workspace's
+   * databases queued for deletion.
    */
   private async assertRoomInPlan(workspace: WorkspaceEntity): Promise<void> {
     await this.plans.assertRoomFor(workspace.id, 'databases', () => this.databases.countLive(workspace.id));

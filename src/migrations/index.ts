@@ -16,6 +16,7 @@ import { BillingEndAndAmountPrecision1795800000005 } from './1795800000005-Billi
 import { InstantDatabaseClaimLimits1795800000006 } from './1795800000006-InstantDatabaseClaimLimits';
 import { ImplicitSubscriptionMilliseconds1795800000007 } from './1795800000007-ImplicitSubscriptionMilliseconds';
 import { StorageMonthOfBoundarySamples1795800000008 } from './1795800000008-StorageMonthOfBoundarySamples';
+import { QueuedDeletionsByWorkspace1795800000009 } from './1795800000009-QueuedDeletionsByWorkspace';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -37,4 +38,5 @@ export const MIGRATIONS: (new () => object)[] = [
   InstantDatabaseClaimLimits1795800000006,
   ImplicitSubscriptionMilliseconds1795800000007,
   StorageMonthOfBoundarySamples1795800000008,
+  QueuedDeletionsByWorkspace1795800000009,
 ];

@@ -3,6 +3,7 @@ import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AppConfig } from '../config/app-config';
 import type { PlanLimit } from '../config/environment';
+import type { PlacedDatabases } from '../databases/databases.repository';
 import { SubscriptionLevel } from './subscription-level';
 import { SubscriptionsService } from './subscriptions.service';
 
@@ -72,10 +73,36 @@ export class PlanLimits {
     const plan = await this.planOf(workspaceId);
     const limit = resource === 'databases' ? plan.maxDatabases : plan.maxCredentialsPerDatabase;
     if (limit === 'unlimited' || (await count()) < limit) return;
+    this.refuse(plan, limit, resource);
+  }
+
+  private refuse(plan: Plan, limit: number, resource: 'databases' | 'credentials'): never {
     const what = resource === 'databases' ? 'databases' : 'credentials per database';
     throw new ApiException(ErrorCode.ThresholdExceeded, `The ${plan.level} plan allows ${limit} ${what}`, {
       status: 403,
     });
+  }
+
+  /**
+   * Refuses a new database beyond the plan (as assertRoomFor), or beyond twice the plan's limit
+   * counting those queued for deletion: they keep their place on their server until they are
+   * finalized (the grace period, a day by default), so creating and deleting in a loop would
+   * otherwise fill a region for a day. Deleting always frees the plan's places at once: a workspace
+   * at its limit can delete everything and create as many again, and only a second round within the
+   * grace period waits for the first to be finalized. `count` runs under the plan's lock, as there.
+   */
+  async assertRoomForDatabase(workspaceId: string, count: () => Promise<PlacedDatabases>): Promise<void> {
+    const plan = await this.planOf(workspaceId);
+    const limit = plan.maxDatabases;
+    if (limit === 'unlimited') return;
+    const { live, queued, firstDueAt } = await count();
+    if (live >= limit) this.refuse(plan, limit, 'databases');
+    if (live + queued < 2 * limit) return;
+    throw new ApiException(
+      ErrorCode.ThresholdExceeded,
+      `The ${plan.level} plan allows ${limit} databases, and as many again queued for deletion (they keep their place until they are finalized); the first of the ${queued} queued is finalized at ${firstDueAt!.toISOString()}`,
+      { status: 403 },
+    );
   }
 
   /**

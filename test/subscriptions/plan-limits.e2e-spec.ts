@@ -1,6 +1,7 @@
 import { IsNull } from 'typeorm';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseEntity } from '../../src/databases/database.entity';
+import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
 import { createReadyDatabase, createWorkspace, unique } from '../databases/support';
 import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
@@ -78,6 +79,45 @@ describe('plan limits', () => {
       await t.http.delete(`/workspaces/${ws.slug}/databases/${name}`).set(auth).expect(200);
     expect(await liveCount(ws.id)).toBe(2);
     expect((await create(ws.slug)).status).toBe(201);
+  });
+
+  it('counts databases queued for deletion until they are finalized: a workspace holds at most twice its limit, live and queued together', async () => {
+    const ws = await createWorkspace(t, auth);
+    const deleteAll = async () => {
+      const live: { name: string; id: string }[] = (
+        await t.http.get(`/workspaces/${ws.slug}/databases`).set(auth).expect(200)
+      ).body;
+      for (const d of live) await t.http.delete(`/workspaces/${ws.slug}/databases/${d.name}`).set(auth).expect(200);
+      return live.map((d) => d.id);
+    };
+    for (let i = 0; i < 3; i++) await create(ws.slug).expect(201);
+    const first = await deleteAll();
+    // Deleting frees the plan's places: three queued and three live is twice the limit.
+    for (let i = 0; i < 3; i++) expect((await create(ws.slug)).status).toBe(201);
+    await deleteAll();
+
+    // Six queued for deletion still hold their place on their servers for the grace period:
+    // create and delete in a loop would otherwise fill the region with them.
+    const [{ due }] = await t.dataSource.query<{ due: Date }[]>(
+      'SELECT min(deletion_due_at) AS due FROM databases WHERE id = ANY($1)',
+      [first],
+    );
+    const refused = await create(ws.slug);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: `The FREE plan allows 3 databases, and as many again queued for deletion (they keep their place until they are finalized); the first of the 6 queued is finalized at ${due.toISOString()}`,
+      statusCode: 403,
+    });
+    expect(await liveCount(ws.id)).toBe(0);
+
+    // Once one is finalized, its place is free again.
+    await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+      first[0],
+    ]);
+    await expect(t.app.get(DatabaseLifecycle).finalize(first[0])).resolves.toBe(true);
+    expect((await create(ws.slug)).status).toBe(201);
+    expect((await create(ws.slug)).status).toBe(403);
   });
 
   it('refuses dedicated compute on FREE with 403 feature_ineligible naming the plan, and allows it on PRO', async () => {
