@@ -235,6 +235,7 @@ async function main() {
     PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: 'unlimited',
     // Four members send every invite of the bench: the invite e-mail limits are not what is measured.
     INVITES_PER_SENDER_PER_HOUR: '1000000',
+    INVITES_PER_HOUR: '1000000',
     QUEUE_PREFIX: queuePrefix,
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     DATA_PLANE_URL: dpUrl,

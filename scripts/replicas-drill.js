@@ -311,6 +311,7 @@ async function main() {
     PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: 'unlimited',
     // One developer sends every invite of the drill (up to a few hundred).
     INVITES_PER_SENDER_PER_HOUR: '100000',
+    INVITES_PER_HOUR: '100000',
     RECONCILE_INTERVAL_SECONDS: '5',
     INSTANT_DATABASES: 'off',
   };

@@ -347,6 +347,16 @@ export class EnvironmentVariables {
   @Min(1)
   INVITES_PER_RECIPIENT_PER_HOUR = 5;
 
+  /**
+   * Invite e-mails the whole service may send per hour, whoever sends them and to whom: accounts cost
+   * nothing to make (and can be made through one's own invites), so only this bounds what the
+   * service's SMTP relay is made to send.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  INVITES_PER_HOUR = 1000;
+
   @Transform(toInt)
   @IsInt()
   @Min(1)

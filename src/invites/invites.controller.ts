@@ -24,7 +24,7 @@ export class InvitesController {
     operationId: 'createDeveloperInvite',
     summary: 'Invite a developer by e-mail; a message with a join link is sent to the invitee',
     description:
-      'Invite e-mails are limited per sender and per recipient address over the last hour (deleted invites count too): over a limit, 429 `threshold_exceeded` with `Retry-After`.',
+      'Invite e-mails are limited per sender, per recipient address and for the whole service over the last hour (deleted invites count too): over a limit, 429 `threshold_exceeded` with `Retry-After`.',
   })
   @ApiCreatedResponse({ type: InviteResponse })
   @ApiErrors(400, 409, 429)

@@ -46,26 +46,31 @@ export class InvitesRepository {
   }
 
   /**
-   * Seconds until the sender, and the address, may be sent another invite e-mail: null for one still
-   * under its limit (fewer than `perSender` / `perRecipient` e-mails recorded in the last
-   * `windowSeconds`). Otherwise the wait ends when the e-mail that brought it to its limit (the
-   * limit-th most recent) leaves the window. Read after lockSendAllowance, in the same transaction: a
-   * later statement of a read-committed transaction sees what the lock's previous holder committed.
+   * Seconds until the sender, the address, and the service as a whole may send another invite
+   * e-mail: null for one still under its limit (fewer than `perSender` / `perRecipient` / `total`
+   * e-mails recorded in the last `windowSeconds`). Otherwise the wait ends when the e-mail that
+   * brought it to its limit (the limit-th most recent) leaves the window. Read after
+   * lockSendAllowance, in the same transaction: a later statement of a read-committed transaction
+   * sees what the lock's previous holders committed. The service's total is read in the same
+   * statement but under no lock of its own (see InvitesService.admitEmail).
    */
   async sendAllowanceWait(
     senderId: string,
     email: string,
-    limits: { perSender: number; perRecipient: number; windowSeconds: number },
-  ): Promise<{ sender: number | null; recipient: number | null }> {
-    // The limit-th most recent record of the window ($3 / $4 is the limit), when there is one.
-    const wait = (column: string, key: string, limit: string) =>
+    limits: { perSender: number; perRecipient: number; total: number; windowSeconds: number },
+  ): Promise<{ sender: number | null; recipient: number | null; total: number | null }> {
+    // The limit-th most recent record of the window that `where` selects, when there is one.
+    const wait = (where: string, limit: string) =>
       `(SELECT greatest(1, ceil(extract(epoch FROM created + make_interval(secs => $5) - now())))::int
           FROM invite_sends
-         WHERE ${column} = ${key} AND created > now() - make_interval(secs => $5)
+         WHERE ${where} AND created > now() - make_interval(secs => $5)
          ORDER BY created DESC OFFSET ${limit} - 1 LIMIT 1)`;
-    const [row] = await this.txHost.tx.query<{ sender: number | null; recipient: number | null }[]>(
-      `SELECT ${wait('sender_id', '$1::uuid', '$3')} AS sender, ${wait('email', '$2::varchar', '$4')} AS recipient`,
-      [senderId, email, limits.perSender, limits.perRecipient, limits.windowSeconds],
+    const [row] = await this.txHost.tx.query<
+      { sender: number | null; recipient: number | null; total: number | null }[]
+    >(
+      `SELECT ${wait('sender_id = $1::uuid', '$3')} AS sender, ${wait('email = $2::varchar', '$4')} AS recipient,
+              ${wait('true', '$6')} AS total`,
+      [senderId, email, limits.perSender, limits.perRecipient, limits.windowSeconds, limits.total],
     );
     return row;
   }

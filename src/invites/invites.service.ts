@@ -117,12 +117,14 @@ export class InvitesService implements OnModuleInit {
 
   /**
    * Counts the invite's e-mail against the limits over the last hour (INVITES_PER_SENDER_PER_HOUR
-   * per sender, INVITES_PER_RECIPIENT_PER_HOUR per address, whoever sends), in the context's
-   * transaction and under the allowance's lock, so parallel creates are counted one by one; the
-   * insert that follows in the same transaction records it. Records outlive their invite: deleting
-   * an invite gives nothing back (or invite, delete, invite again would mail one address, with the
-   * text of a workspace name of the sender's choosing, without end). Over a limit: 429 with
-   * `Retry-After`, nothing written.
+   * per sender, INVITES_PER_RECIPIENT_PER_HOUR per address, whoever sends, and INVITES_PER_HOUR for
+   * the whole service), in the context's transaction; the insert that follows in the same
+   * transaction records it. The sender's and the address's allowances are counted under their lock,
+   * so parallel creates are counted one by one; the service's total under none (a lock of its own
+   * would make every invite of the service take turns): creates in flight at the same moment may
+   * pass it by as many as they are. Records outlive their invite: deleting an invite gives nothing
+   * back (or invite, delete and invite again would mail one address, with the text of a workspace
+   * name of the sender's choosing, without end). Over a limit: 429 with `Retry-After`, nothing written.
    */
   private async admitEmail(senderId: string, email: string): Promise<void> {
     const env = this.config.env;
@@ -130,10 +132,18 @@ export class InvitesService implements OnModuleInit {
     const wait = await this.invites.sendAllowanceWait(senderId, email, {
       perSender: env.INVITES_PER_SENDER_PER_HOUR,
       perRecipient: env.INVITES_PER_RECIPIENT_PER_HOUR,
+      total: env.INVITES_PER_HOUR,
       windowSeconds: SEND_WINDOW_SECONDS,
     });
     if (wait.sender !== null) throw this.tooManyEmails('sent by you', wait.sender);
     if (wait.recipient !== null) throw this.tooManyEmails(`sent to ${email}`, wait.recipient);
+    if (wait.total !== null) {
+      this.logger.warn(
+        { limit: env.INVITES_PER_HOUR, retryAfter: wait.total },
+        'invite e-mails of the whole service at their hourly limit (INVITES_PER_HOUR): invites refused',
+      );
+      throw this.tooManyEmails('sent by this service', wait.total);
+    }
   }
 
   private tooManyEmails(which: string, retryAfter: number): ApiException {

@@ -217,3 +217,59 @@ describe('pruning the invite e-mail records', () => {
     expect(await records()).toEqual({ old: 0, recent: 2 });
   });
 });
+
+describe('the invite e-mails of the whole service', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    // A metadata database of its own: the service's total counts every record of the hour.
+    t = await createIsolatedTestApp({ INVITES_PER_SENDER_PER_HOUR: '2', INVITES_PER_HOUR: '5' });
+  });
+  afterAll(() => t.close());
+
+  it('are limited per hour, however many accounts send them (429 with Retry-After, nothing written)', async () => {
+    // Accounts cost nothing to make: three of them, each within its own allowance, send more than the
+    // service's hour allows.
+    const senders: { auth: Auth; slug: string }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const dev = await createDeveloperWithToken(t.app);
+      const ws = (
+        await t.http
+          .post('/workspaces')
+          .set(dev.auth)
+          .send({ name: `Minted ${i}` })
+          .expect(201)
+      ).body;
+      senders.push({ auth: dev.auth, slug: ws.slug as string });
+    }
+    const invite = (s: (typeof senders)[number]) =>
+      t.http
+        .post(`/workspaces/${s.slug}/invites`)
+        .set(s.auth)
+        .send({ email: uniqueEmail('target') });
+    for (const s of senders.slice(0, 2)) for (let i = 0; i < 2; i++) await invite(s).expect(201);
+    await invite(senders[2]).expect(201);
+    const refused = await invite(senders[2]);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: expect.stringMatching(
+        /^Too many invite e-mails sent by this service in the last hour; retry in \d+ seconds$/,
+      ),
+      statusCode: 429,
+    });
+    const retryAfter = Number(refused.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(3500);
+    expect(retryAfter).toBeLessThanOrEqual(3600);
+    const count = async (table: string) =>
+      Number((await t.dataSource.query(`SELECT count(*) AS n FROM ${table}`))[0].n);
+    expect(await count('invite_sends')).toBe(5);
+    expect(await count('invites')).toBe(5);
+
+    // Once the first e-mail has left the hour, one more may go.
+    await t.dataSource.query(
+      "UPDATE invite_sends SET created = now() - interval '61 minutes' WHERE id = (SELECT min(id) FROM invite_sends)",
+    );
+    await invite(senders[2]).expect(201);
+    expect((await invite(senders[2])).status).toBe(429);
+  });
+});

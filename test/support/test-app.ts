@@ -40,6 +40,9 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     PLAN_FREE_MAX_DATABASES: 'unlimited',
     PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: 'unlimited',
     PLAN_FREE_DEDICATED_COMPUTE: 'true',
+    // The specs of a run share one metadata database for the hour; the service's invite e-mails per
+    // hour have their own spec, on a database of its own, with the limit set low.
+    INVITES_PER_HOUR: '1000000',
     ...env,
   };
   // The app reads its configuration from the environment with the overrides on top; process.env
