@@ -357,6 +357,16 @@ export class EnvironmentVariables {
   @Min(1)
   INVITES_PER_HOUR = 1000;
 
+  /**
+   * Rows a workspace's subscription history may gain in any 24 hours (a start, or a change of level
+   * at a new time; the FREE row held from the creation counts). Each row is a line rated for its
+   * month and read by the history.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  SUBSCRIPTION_CHANGES_PER_DAY = 20;
+
   @Transform(toInt)
   @IsInt()
   @Min(1)

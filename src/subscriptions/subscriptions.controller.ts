@@ -52,10 +52,10 @@ export class SubscriptionsController {
   @ApiOperation({
     operationId: 'start',
     summary: 'Start a subscription row',
-    description: `Starts a subscription at \`level\` (${LEVELS}) now. On a workspace still holding only the FREE it was given at its creation (no subscription started, changed or closed since), PRO starts now and that FREE row ends now, as a change effective now would; FREE keeps that row and answers it. Otherwise 409 duplicate_entity while a subscription is current: change the level with PUT instead.`,
+    description: `Starts a subscription at \`level\` (${LEVELS}) now. On a workspace still holding only the FREE it was given at its creation (no subscription started, changed or closed since), PRO starts now and that FREE row ends now, as a change effective now would; FREE keeps that row and answers it. Otherwise 409 duplicate_entity while a subscription is current: change the level with PUT instead. A workspace's history gains at most SUBSCRIPTION_CHANGES_PER_DAY rows (20 by default) in any 24 hours: beyond, 429 threshold_exceeded with Retry-After.`,
   })
   @ApiResponse({ status: 201, type: WorkspaceSubscriptionDto })
-  @ApiErrors(400, 409)
+  @ApiErrors(400, 409, 429)
   async start(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @CurrentDeveloper() caller: AuthenticatedDeveloper,
@@ -69,10 +69,10 @@ export class SubscriptionsController {
   @ApiOperation({
     operationId: 'change',
     summary: 'Change level (effective now or at timestamp)',
-    description: `Changes the level (${LEVELS}) now, or at \`validFrom\` (not in the past): the current row ends then and a row at the new level starts then. A change made before a scheduled one takes effect replaces it; changing to the current level cancels it. Answers the row holding the new level (for a scheduled change, the pending row). 404 when no subscription is current.`,
+    description: `Changes the level (${LEVELS}) now, or at \`validFrom\` (not in the past): the current row ends then and a row at the new level starts then. A change made before a scheduled one takes effect replaces it; changing to the current level cancels it. Answers the row holding the new level (for a scheduled change, the pending row). 404 when no subscription is current. A change that adds a row beyond SUBSCRIPTION_CHANGES_PER_DAY (20 by default) started in the last 24 hours is 429 threshold_exceeded with Retry-After; changing to the current level adds none and is never refused.`,
   })
   @ApiOkResponse({ type: WorkspaceSubscriptionDto })
-  @ApiErrors(400, 404)
+  @ApiErrors(400, 404, 429)
   async change(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @CurrentDeveloper() caller: AuthenticatedDeveloper,

@@ -24,6 +24,23 @@ export class SubscriptionsRepository {
     return lockForContextTransaction(this.txHost, `subscriptions:${workspaceId}`);
   }
 
+  /**
+   * Seconds until the workspace's history may gain another row: null while fewer than `limit` of its
+   * rows start within the last `windowSeconds` (or later: scheduled changes count). Otherwise the
+   * wait ends when the limit-th latest start leaves the window. Read under lockWorkspace, through
+   * the (workspace_id, valid_from) index.
+   */
+  async newRowWait(workspaceId: string, limit: number, windowSeconds: number): Promise<number | null> {
+    const [row] = await this.txHost.tx.query<{ wait: number }[]>(
+      `SELECT greatest(1, ceil(extract(epoch FROM valid_from + make_interval(secs => $3) - now())))::int AS wait
+         FROM subscriptions
+        WHERE workspace_id = $1 AND valid_from > now() - make_interval(secs => $3)
+        ORDER BY valid_from DESC OFFSET $2 - 1 LIMIT 1`,
+      [workspaceId, limit, windowSeconds],
+    );
+    return row?.wait ?? null;
+  }
+
   existsFor(workspaceId: string): Promise<boolean> {
     return this.repo.existsBy({ workspaceId });
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { isUuid } from '../common/http/uuid';
+import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { SubscriptionLevel } from './subscription-level';
@@ -9,6 +10,8 @@ import { SubscriptionEntity } from './subscription.entity';
 import { SubscriptionsRepository } from './subscriptions.repository';
 
 const NO_ACTIVE = 'No active subscription';
+/** The window of SUBSCRIPTION_CHANGES_PER_DAY. */
+const CHANGES_WINDOW_SECONDS = 24 * 3600;
 
 /**
  * A workspace's subscription is a history of rows, each one level over `[validFrom, validTo)`; the
@@ -30,6 +33,7 @@ export class SubscriptionsService {
   constructor(
     private readonly txHost: MetadataTransactions,
     private readonly subscriptions: SubscriptionsRepository,
+    private readonly config: AppConfig,
   ) {}
 
   /** The current row; 404 entity_not_found when the subscription was closed and none started since. */
@@ -71,6 +75,7 @@ export class SubscriptionsService {
         );
       }
       await this.subscriptions.dropPending(workspace.id, now);
+      await this.assertRoomForRow(workspace);
       return this.subscriptions.save({
         workspaceId: workspace.id,
         level,
@@ -138,6 +143,7 @@ export class SubscriptionsService {
       current.validTo = closesAt;
       return this.subscriptions.save(current);
     }
+    await this.assertRoomForRow(workspace);
     current.validTo = at;
     await this.subscriptions.save(current);
     return this.subscriptions.save({
@@ -177,6 +183,23 @@ export class SubscriptionsService {
       row.validTo = endAt && endAt.getTime() > now.getTime() ? endAt : now;
       return this.subscriptions.save(row);
     });
+  }
+
+  /**
+   * Refuses a row beyond SUBSCRIPTION_CHANGES_PER_DAY started within 24 hours (429 with
+   * Retry-After): every row is a line billing rates for its month and the history answers, so a
+   * client changing levels in a loop would grow both without end. Under the workspace's lock, after
+   * the pending rows a change replaces are gone (they no longer count).
+   */
+  private async assertRoomForRow(workspace: WorkspaceEntity): Promise<void> {
+    const limit = this.config.env.SUBSCRIPTION_CHANGES_PER_DAY;
+    const wait = await this.subscriptions.newRowWait(workspace.id, limit, CHANGES_WINDOW_SECONDS);
+    if (wait === null) return;
+    throw new ApiException(
+      ErrorCode.ThresholdExceeded,
+      `The subscription of this workspace changed ${limit} times in the last 24 hours; retry in ${wait} seconds`,
+      { headers: { 'Retry-After': String(wait) } },
+    );
   }
 
   /** The workspace's rows overlapping `[from, to)`, oldest first (what billing rates; in the context's transaction, if any). */

@@ -579,3 +579,58 @@ describe('workspace subscription', () => {
     expect((await rows(ws.id)).at(-1)?.changed_by).toBe(other.developer.id);
   });
 });
+
+describe('subscription changes per day', () => {
+  let t: TestApp;
+  let auth: Auth;
+  beforeAll(async () => {
+    t = await createTestApp({ SUBSCRIPTION_CHANGES_PER_DAY: '3' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  const put = (slug: string, level: string) => t.http.put(`/workspaces/${slug}/subscription`).set(auth).send({ level });
+  const rowCount = async (workspaceId: string) =>
+    Number(
+      (await t.dataSource.query('SELECT count(*) AS n FROM subscriptions WHERE workspace_id = $1', [workspaceId]))[0].n,
+    );
+
+  it('add at most the limit of rows to a workspace’s history in any 24 hours (429 with Retry-After); a change back to the current level is never refused', async () => {
+    const ws = await createWorkspace(t, auth);
+    // The FREE row held from the creation, then two changes: three rows started within the day.
+    await put(ws.slug, 'PRO').expect(200);
+    await put(ws.slug, 'FREE').expect(200);
+    expect(await rowCount(ws.id)).toBe(3);
+
+    const refused = await put(ws.slug, 'PRO');
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({
+      errorCode: 'threshold_exceeded',
+      message: expect.stringMatching(
+        /^The subscription of this workspace changed 3 times in the last 24 hours; retry in \d+ seconds$/,
+      ),
+      statusCode: 429,
+    });
+    const retryAfter = Number(refused.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(86_000);
+    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    // POST (a start) is held to it as well; keeping the current level adds no row and is not.
+    await t.http
+      .delete(`/workspaces/${ws.slug}/subscription/${(await put(ws.slug, 'FREE').expect(200)).body.subscriptionId}`)
+      .set(auth)
+      .expect(200);
+    expect((await t.http.post(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' })).status).toBe(
+      429,
+    );
+    expect(await rowCount(ws.id)).toBe(3);
+
+    // A day later the rows have left the window: the next change goes through.
+    await t.dataSource.query(
+      `UPDATE subscriptions SET valid_from = valid_from - interval '25 hours', valid_to = valid_to - interval '25 hours'
+        WHERE workspace_id = $1`,
+      [ws.id],
+    );
+    await t.http.post(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(201);
+    expect(await rowCount(ws.id)).toBe(4);
+  });
+});
