@@ -116,10 +116,14 @@ describe('Redis goes away while the service runs, and comes back', () => {
     // Once Redis answers again, the owed e-mails go out (a pass runs at once), each once.
     link.release();
     await eventually(() => Promise.resolve(owed.every((email) => smtp.messagesTo(email).length === 1)));
-    const states = await app.dataSource.query<{ state: string }[]>('SELECT state FROM invites WHERE email = ANY($1)', [
-      owed,
-    ]);
-    expect(states.map((row) => row.state)).toEqual(['EMAIL_SENT', 'EMAIL_SENT', 'EMAIL_SENT']);
+    // The sink has a message before its job records it sent: wait for the records, not only the mail.
+    const states = async () =>
+      (await app.dataSource.query<{ state: string }[]>('SELECT state FROM invites WHERE email = ANY($1)', [owed])).map(
+        (row) => row.state,
+      );
+    await eventually(async () => (await states()).every((state) => state === 'EMAIL_SENT'));
+    expect(await states()).toEqual(['EMAIL_SENT', 'EMAIL_SENT', 'EMAIL_SENT']);
+    for (const email of owed) expect(smtp.messagesTo(email)).toHaveLength(1);
   });
 
   it('passes over owed work quickly while Redis is away, and a pass under way does not hold up shutdown', async () => {

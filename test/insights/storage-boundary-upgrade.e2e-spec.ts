@@ -74,8 +74,9 @@ describe('an install that metered the sample at 00:00Z on the 1st to the new mon
         [`${pruned} 2026-08 ${workspace}`]: [9000, 60],
       });
 
-      // Reverted: each boundary sample's storage goes back to the month that starts with it.
-      await db.undoLastMigration({ transaction: 'each' });
+      // Reverted (the later migrations first): each boundary sample's storage goes back to the month
+      // that starts with it.
+      for (let i = MIGRATIONS.length; i > upTo; i--) await db.undoLastMigration({ transaction: 'each' });
       expect(await rows()).toEqual({
         [`${spanning} 2026-10 ${workspace}`]: [6000, 60],
         [`${spanning} 2026-11 ${workspace}`]: [30000, 120],
