@@ -27,6 +27,12 @@ export enum ComputeInstanceStatus {
  */
 @Entity('compute_instances')
 @Index(['databaseId', 'created'])
+// A database's instances not terminated, oldest first: the cap's count at every create, the list
+// without a window, the envelope's reads and the compute sweep's, none of which may read the
+// terminated ones a database gathers over its life.
+@Index('IDX_compute_instances_unterminated_by_database', ['databaseId', 'created', 'id'], {
+  where: '"terminated" IS NULL',
+})
 // The reconciler's sweep: instances not in their desired state (unsettled), least recently updated first.
 @Index('IDX_compute_instances_unsettled', ['updated'], {
   where: `"terminated" IS NULL AND ("deleted" IS NOT NULL OR "status" <> 'READY' OR "instance_type_id" IS DISTINCT FROM "desired_instance_type_id")`,

@@ -73,7 +73,8 @@ export class ComputeInstancesRepository {
   listOfDatabase(databaseId: string, window: { start?: Date; end?: Date }): Promise<ComputeInstanceEntity[]> {
     const { start, end } = window;
     const query = this.repo.createQueryBuilder('i').where('i.database_id = :databaseId', { databaseId });
-    if (!start && !end) query.andWhere('i.deleted IS NULL');
+    // Not deleted (a terminated instance always is): through the index of those not terminated.
+    if (!start && !end) query.andWhere('i.deleted IS NULL AND i.terminated IS NULL');
     if (start) query.andWhere('(i.terminated IS NULL OR i.terminated >= :start)', { start });
     if (end) query.andWhere('i.created < :end', { end });
     return query.orderBy('i.created', 'ASC').addOrderBy('i.id', 'ASC').getMany();

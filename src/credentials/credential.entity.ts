@@ -17,6 +17,9 @@ export interface CredentialGroup {
  */
 @Entity('credentials')
 @Index(['databaseId', 'created'])
+// A database's credentials not dropped, oldest first: the plan's count at every create, the list and
+// the rotations' reads, none of which may read the dropped ones a database gathers over its life.
+@Index('IDX_credentials_live_by_database', ['databaseId', 'created', 'id'], { where: '"dropped" IS NULL' })
 // The expiry sweep's read (due expiries, and the waiting ones it schedules): only credentials with an
 // expiry still to carry out, not the dropped ones, which keep theirs for good.
 @Index('IDX_credentials_expiry_due', ['expiresAt'], { where: '"dropped" IS NULL AND "expires_at" IS NOT NULL' })

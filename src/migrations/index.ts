@@ -17,6 +17,7 @@ import { InstantDatabaseClaimLimits1795800000006 } from './1795800000006-Instant
 import { ImplicitSubscriptionMilliseconds1795800000007 } from './1795800000007-ImplicitSubscriptionMilliseconds';
 import { StorageMonthOfBoundarySamples1795800000008 } from './1795800000008-StorageMonthOfBoundarySamples';
 import { QueuedDeletionsByWorkspace1795800000009 } from './1795800000009-QueuedDeletionsByWorkspace';
+import { LiveCredentialsAndInstancesIndexes1795800000010 } from './1795800000010-LiveCredentialsAndInstancesIndexes';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -39,4 +40,5 @@ export const MIGRATIONS: (new () => object)[] = [
   ImplicitSubscriptionMilliseconds1795800000007,
   StorageMonthOfBoundarySamples1795800000008,
   QueuedDeletionsByWorkspace1795800000009,
+  LiveCredentialsAndInstancesIndexes1795800000010,
 ];

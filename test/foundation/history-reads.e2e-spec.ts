@@ -1,5 +1,7 @@
 import { Client } from 'pg';
 import { BillingRater } from '../../src/billing/billing-rater.service';
+import { ComputeInstancesRepository } from '../../src/compute/compute-instances.repository';
+import { CredentialsRepository } from '../../src/credentials/credentials.repository';
 import { Placement } from '../../src/databases/placement.service';
 import { createDeveloperWithToken, createIsolatedTestApp, TestApp } from '../support/test-app';
 
@@ -25,6 +27,9 @@ describe('reads over history kept for ever', () => {
   let t: TestApp & { metadataUrl: string };
   let serverId: string;
   let create: () => Promise<unknown>;
+  let auth: { Authorization: string };
+  let slug: string;
+  let liveId: string;
 
   /** The statements the service sends to the metadata database while `action` runs. */
   async function statementsOf(action: () => Promise<unknown>): Promise<[string, unknown[]][]> {
@@ -69,7 +74,7 @@ describe('reads over history kept for ever', () => {
       OPERATOR_PASSWORD,
       PLAN_FREE_MAX_DATABASES: '3',
     });
-    const auth = (await createDeveloperWithToken(t.app)).auth;
+    auth = (await createDeveloperWithToken(t.app)).auth;
     const ws = (await t.http.post('/workspaces').set(auth).send({ name: 'history' }).expect(201)).body;
     create = () =>
       t.http
@@ -115,7 +120,29 @@ describe('reads over history kept for ever', () => {
               timestamptz '2023-01-01' + g * interval '10 minutes' + interval '1 hour'
          FROM generate_series(1, 20000) g`,
     );
-    await t.dataSource.query('ANALYZE databases; ANALYZE database_storage_usage; ANALYZE compute_usage_periods');
+    // A live database that has had credentials and compute instances made and deleted for years.
+    slug = ws.slug;
+    [{ id: liveId }] = await t.dataSource.query<{ id: string }[]>(
+      "SELECT id FROM databases WHERE workspace_id = $1 AND name = 'live_1'",
+      [ws.id],
+    );
+    await t.dataSource.query(
+      `INSERT INTO credentials (id, database_id, password_ciphertext, created, expires_at, dropped)
+       SELECT gen_random_uuid(), $1, 'x', timestamptz '2023-01-01' + g * interval '5 minutes', now(), now()
+         FROM generate_series(1, 20000) g`,
+      [liveId],
+    );
+    await t.dataSource.query(
+      `INSERT INTO compute_instances (database_id, name, instance_type_id, desired_instance_type_id, status, created,
+                                      deleted, terminated)
+       SELECT $1, 'gone_' || g, 'dc-small', 'dc-small', 'TERMINATED', timestamptz '2023-01-01' + g * interval '5 minutes',
+              now(), now()
+         FROM generate_series(1, 20000) g`,
+      [liveId],
+    );
+    await t.dataSource.query(
+      'ANALYZE databases; ANALYZE database_storage_usage; ANALYZE compute_usage_periods; ANALYZE credentials; ANALYZE compute_instances',
+    );
   }, 120000);
 
   afterAll(() => t?.close());
@@ -154,6 +181,36 @@ describe('reads over history kept for ever', () => {
         'IDX_databases_queued_by_workspace',
         'IDX_databases_deletion_due',
       ]).toContain(index);
+    }
+  });
+
+  it("a database's credential reads (the plan's count, the list) read none of its dropped credentials", async () => {
+    const statements = [
+      ...(await statementsOf(() => t.app.get(CredentialsRepository).countLive(liveId))),
+      ...(await statementsOf(() =>
+        t.http.get(`/workspaces/${slug}/databases/live_1/credentials`).set(auth).expect(200),
+      )),
+    ].filter(([s]) => /FROM "?credentials"?/.test(s));
+    expect(statements).toHaveLength(2);
+    for (const statement of statements) {
+      expect(await indexesOf(statement, 'credentials')).toEqual(['IDX_credentials_live_by_database']);
+    }
+  });
+
+  it("a database's compute reads (the cap's count at a create, the list, the sweep's) read none of its terminated instances", async () => {
+    const body = { instanceName: 'now', instanceSize: 'small' };
+    const statements = [
+      ...(await statementsOf(() =>
+        t.http.post(`/workspaces/${slug}/databases/live_1/compute`).set(auth).send(body).expect(202),
+      )),
+      ...(await statementsOf(() => t.http.get(`/workspaces/${slug}/databases/live_1/compute`).set(auth).expect(200))),
+      ...(await statementsOf(() => t.app.get(ComputeInstancesRepository).liveOfDatabases([liveId]))),
+    ].filter(([s]) => /FROM "?compute_instances"?/.test(s) && !/WHERE "?id"? =/.test(s));
+    expect(statements.length).toBeGreaterThanOrEqual(3);
+    for (const statement of statements) {
+      expect(await indexesOf(statement, 'compute_instances')).toEqual([
+        'IDX_compute_instances_unterminated_by_database',
+      ]);
     }
   });
 
