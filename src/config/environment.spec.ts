@@ -68,6 +68,24 @@ describe('environment validation', () => {
     }
   });
 
+  it('limits the invite e-mails of the whole service to 1000 an hour by default, and to a whole number of at least 1', () => {
+    expect(validateEnvironment({}).INVITES_PER_HOUR).toBe(1000);
+    expect(validateEnvironment({ INVITES_PER_HOUR: '1' }).INVITES_PER_HOUR).toBe(1);
+    for (const bad of ['0', '-1', '1.5', 'many']) {
+      expect(problemsOf({ INVITES_PER_HOUR: bad }).map((p) => p.split(':')[0])).toEqual(['INVITES_PER_HOUR']);
+    }
+  });
+
+  it('lets a workspace subscription history gain 20 rows a day by default, and at least 2 (its creation row and one change)', () => {
+    expect(validateEnvironment({}).SUBSCRIPTION_CHANGES_PER_DAY).toBe(20);
+    expect(validateEnvironment({ SUBSCRIPTION_CHANGES_PER_DAY: '2' }).SUBSCRIPTION_CHANGES_PER_DAY).toBe(2);
+    for (const bad of ['1', '0', '2.5', 'many']) {
+      expect(problemsOf({ SUBSCRIPTION_CHANGES_PER_DAY: bad }).map((p) => p.split(':')[0])).toEqual([
+        'SUBSCRIPTION_CHANGES_PER_DAY',
+      ]);
+    }
+  });
+
   it('takes the OAuth issuer from PUBLIC_URL when JWT_ISSUER is not set', () => {
     expect(validateEnvironment({ PUBLIC_URL: 'http://127.0.0.1:3900' }).JWT_ISSUER).toBe('http://127.0.0.1:3900');
     expect(validateEnvironment({ PUBLIC_URL: 'https://cp.example/' }).JWT_ISSUER).toBe('https://cp.example');

@@ -359,12 +359,12 @@ export class EnvironmentVariables {
 
   /**
    * Rows a workspace's subscription history may gain in any 24 hours (a start, or a change of level
-   * at a new time; the FREE row held from the creation counts). Each row is a line rated for its
-   * month and read by the history.
+   * at a new time; the FREE row held from the creation counts, so at least 2: one change a day). Each
+   * row is a line rated for its month and read by the history.
    */
   @Transform(toInt)
   @IsInt()
-  @Min(1)
+  @Min(2)
   SUBSCRIPTION_CHANGES_PER_DAY = 20;
 
   @Transform(toInt)

@@ -31,7 +31,7 @@ export class DatabasesController {
     operationId: 'createDatabase',
     summary: 'Create a database',
     description:
-      "Records the database and builds it on the region's data plane in the background (status REQUESTED, then BUILT, then READY); when the region's warm pool has a pre-built database, it is READY at once. Beyond the plan's number of databases, 403 threshold_exceeded; databases queued for deletion keep their place on their server until they are finalized, so they count too, up to as many again as the plan allows.",
+      "Records the database and builds it on the region's data plane in the background (status REQUESTED, then BUILT, then READY); when the region's warm pool has a pre-built database, it is READY at once. Beyond the plan's number of databases, 403 threshold_exceeded; databases queued for deletion keep their place on their server until they are finalized, so a create also counts them, up to as many again as the plan allows.",
   })
   @ApiResponse({ status: 201, type: DatabaseResponse })
   @ApiErrors(400, 409)

@@ -30,7 +30,7 @@ export interface PlacedDatabases {
   live: number;
   /** Queued for deletion, not yet finalized (however late). */
   queued: number;
-  /** When the first of those is due to be finalized (null when none is queued). */
+  /** When the first of those is (or was) due to be finalized (deletionDueOf; null when none is queued). */
   firstDueAt: Date | null;
 }
 
@@ -114,7 +114,7 @@ export class DatabasesRepository {
     const [row] = await this.txHost.tx.query<{ live: number; queued: number; first_due: Date | null }[]>(
       `SELECT (SELECT count(*) FROM databases WHERE workspace_id = $1 AND deleted IS NULL)::int AS live,
               q.queued, q.first_due
-         FROM (SELECT count(*)::int AS queued, min(deletion_due_at) AS first_due FROM databases
+         FROM (SELECT count(*)::int AS queued, min(coalesce(deletion_due_at, deleted)) AS first_due FROM databases
                 WHERE workspace_id = $1 AND deleted IS NOT NULL AND finalized IS NULL) q`,
       [workspaceId],
     );

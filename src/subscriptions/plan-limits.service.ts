@@ -98,9 +98,16 @@ export class PlanLimits {
     const { live, queued, firstDueAt } = await count();
     if (live >= limit) this.refuse(plan, limit, 'databases');
     if (live + queued < 2 * limit) return;
+    // queued > limit >= 1 here, so there is a first due time. One already past is a finalization
+    // running late (the reconciler finalizes it at its next pass that reaches its server).
+    const due = firstDueAt!;
+    const when =
+      due.getTime() > Date.now()
+        ? `is finalized at ${due.toISOString()}`
+        : `was due to be finalized at ${due.toISOString()} and is finalized at the next reconciler pass that reaches its server`;
     throw new ApiException(
       ErrorCode.ThresholdExceeded,
-      `The ${plan.level} plan allows ${limit} databases, and as many again queued for deletion (they keep their place until they are finalized); the first of the ${queued} queued is finalized at ${firstDueAt!.toISOString()}`,
+      `The ${plan.level} plan allows ${limit} databases, and as many again queued for deletion (they keep their place until they are finalized); the first of the ${queued} queued ${when}`,
       { status: 403 },
     );
   }

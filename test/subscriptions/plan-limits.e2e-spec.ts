@@ -2,7 +2,7 @@ import { IsNull } from 'typeorm';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseEntity } from '../../src/databases/database.entity';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
-import { createReadyDatabase, createWorkspace, unique } from '../databases/support';
+import { createReadyDatabase, createWorkspace, databaseRow, unique } from '../databases/support';
 import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
 
@@ -111,10 +111,19 @@ describe('plan limits', () => {
     });
     expect(await liveCount(ws.id)).toBe(0);
 
+    // A finalization running late (its due time passed) keeps the place until it has run.
+    await t.dataSource.query(
+      "UPDATE databases SET deletion_due_at = date_trunc('milliseconds', now()) - interval '1 minute' WHERE id = $1",
+      [first[0]],
+    );
+    const late = (await databaseRow(t, first[0])).deletion_due_at!;
+    const stillRefused = await create(ws.slug);
+    expect(stillRefused.status).toBe(403);
+    expect(stillRefused.body.message).toBe(
+      `The FREE plan allows 3 databases, and as many again queued for deletion (they keep their place until they are finalized); the first of the 6 queued was due to be finalized at ${late.toISOString()} and is finalized at the next reconciler pass that reaches its server`,
+    );
+
     // Once one is finalized, its place is free again.
-    await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
-      first[0],
-    ]);
     await expect(t.app.get(DatabaseLifecycle).finalize(first[0])).resolves.toBe(true);
     expect((await create(ws.slug)).status).toBe(201);
     expect((await create(ws.slug)).status).toBe(403);
