@@ -4,6 +4,7 @@ import type { Job } from 'bull';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { metadataPool } from '../database/hot-query';
 import { DatabaseIdsCache } from '../developers/database-ids-cache';
@@ -50,6 +51,7 @@ export class OperationsMetrics implements OnModuleInit {
     private readonly reconciler: Reconciler,
     private readonly databaseIds: DatabaseIdsCache,
     private readonly sampler: TelemetrySampler,
+    private readonly config: AppConfig,
   ) {
     collectDefaultMetrics({ register: this.registry });
     // Gauges named like counters, which `promtool check metrics` flags; the per-type
@@ -62,6 +64,7 @@ export class OperationsMetrics implements OnModuleInit {
       this.registry.removeSingleMetric(name);
     }
     this.defineGauges();
+    this.defineInviteSeries();
     this.defineReconcilerSeries();
     this.defineProfileSeries();
     this.defineTelemetrySeries();
@@ -174,6 +177,39 @@ export class OperationsMetrics implements OnModuleInit {
         if (!rows?.[0]) return;
         this.set({ due: 'upcoming' }, Number(rows[0].upcoming));
         this.set({ due: 'overdue' }, Number(rows[0].overdue));
+      },
+    });
+  }
+
+  /**
+   * The invite e-mails of the whole service over the last hour beside INVITES_PER_HOUR: when the first
+   * nears the second, someone may be using up everyone's invites (alert on their ratio).
+   */
+  private defineInviteSeries(): void {
+    const { dataSource } = this;
+    const bounded = this.bounded.bind(this);
+    new Gauge({
+      name: 'control_plane_invite_emails_last_hour',
+      help: 'Invite e-mails the whole service was asked to send over the last hour (deleted invites included), as INVITES_PER_HOUR counts them',
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const rows = await bounded(
+          'invite e-mails of the last hour',
+          dataSource.query<{ count: string }[]>(
+            "SELECT count(*) AS count FROM invite_sends WHERE created > now() - interval '1 hour'",
+          ),
+        );
+        if (rows?.[0]) this.set(Number(rows[0].count));
+      },
+    });
+    const limit = this.config.env.INVITES_PER_HOUR;
+    new Gauge({
+      name: 'control_plane_invite_emails_per_hour_limit',
+      help: 'INVITES_PER_HOUR: invite e-mails the whole service may send over the last hour',
+      registers: [this.registry],
+      collect() {
+        this.set(limit);
       },
     });
   }

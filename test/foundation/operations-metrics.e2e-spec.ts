@@ -1,7 +1,7 @@
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { createReadyDatabase, createWorkspace, serverIdOf } from '../databases/support';
 import { itWithPromtool, promtoolProblems } from '../support/promtool';
-import { createDeveloperWithToken, createTestApp, reconcile, TestApp } from '../support/test-app';
+import { createDeveloperWithToken, createTestApp, reconcile, TestApp, uniqueEmail } from '../support/test-app';
 
 const PASSWORD = 'operator-password-for-tests';
 
@@ -67,6 +67,11 @@ describe('GET /metrics (Prometheus)', () => {
         .set(auth)
         .send({ delayOldSecretsExpirationHours: 2, reason: 'metrics' })
         .expect(200);
+      await t.http
+        .post(`/workspaces/${slug}/invites`)
+        .set(auth)
+        .send({ email: uniqueEmail('metrics') })
+        .expect(201);
       await t.http.get('/workspaces').expect(401);
       await t.http.get(`/no/such/path/${Date.now()}`).expect(404);
       await t.http.get('/admin/queues/api/queues').auth('operator', PASSWORD).expect(200);
@@ -162,6 +167,17 @@ describe('GET /metrics (Prometheus)', () => {
       expect(exposition).toMatch(/^control_plane_databases\{status="READY"\} [1-9]/m);
       expect(exposition).toMatch(/^control_plane_credentials_expiring\{due="upcoming"\} [1-9]/m);
       expect(exposition).toMatch(/^control_plane_credentials_expiring\{due="overdue"\} \d+$/m);
+    });
+
+    it("shows the service's invite e-mails of the last hour beside its hourly limit", () => {
+      // Other specs share this metadata database: at least the one sent above.
+      expect(samples(exposition, 'control_plane_invite_emails_last_hour')).toEqual([
+        expect.stringMatching(/^control_plane_invite_emails_last_hour [1-9]\d*$/),
+      ]);
+      // The limit the specs' apps run with (createTestApp).
+      expect(samples(exposition, 'control_plane_invite_emails_per_hour_limit')).toEqual([
+        'control_plane_invite_emails_per_hour_limit 1000000',
+      ]);
     });
 
     it('counts reconciler passes, task runs and what they re-enqueued', () => {
