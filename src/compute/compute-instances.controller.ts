@@ -32,14 +32,14 @@ export class ComputeInstancesController {
     operationId: 'createComputeInstance',
     summary: 'Create a dedicated compute instance',
     description:
-      "Records the instance (PENDING) and provisions it in the background (PROVISIONING, then READY once its size's connections are part of the database's connection limit on the data plane; it waits in PENDING while the database is not READY). `instanceSize` is a compute type's `id` or `computeSize`. The body is JSON whatever the Content-Type.",
+      "Records the instance (PENDING) and provisions it in the background (PROVISIONING, then READY once its size's connections are part of the database's connection limit on the data plane; it waits in PENDING while the database is not READY). `instanceSize` is a compute type's `id` or `computeSize`. The body is JSON whatever the Content-Type. Beyond COMPUTE_MAX_INSTANCES_PER_DATABASE instances, 403 threshold_exceeded; beyond COMPUTE_CHANGES_PER_DATABASE_PER_DAY creates and resizes of the database's instances in 24 hours, 429 threshold_exceeded with Retry-After.",
   })
   @ApiResponse({
     status: 202,
     type: DedicatedComputeInstanceResponse,
     description: 'Instance creation pending; poll for progress.',
   })
-  @ApiErrors(400, 404)
+  @ApiErrors(400, 404, 429)
   create(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('databaseName') databaseName: string,
@@ -88,11 +88,11 @@ export class ComputeInstancesController {
     operationId: 'updateComputeInstance',
     summary: 'Update a dedicated compute instance',
     description:
-      'Renames and/or resizes the instance (give one or both fields). A resize sets `desiredInstanceType` and is applied in the background (RESIZING, then READY): 202 until the instance runs at that size; a rename alone is complete at once: 200. Answers the database, with `parent` {id, name} naming it.',
+      'Renames and/or resizes the instance (give one or both fields). A resize sets `desiredInstanceType` and is applied in the background (RESIZING, then READY): 202 until the instance runs at that size; a rename alone is complete at once: 200. Answers the database, with `parent` {id, name} naming it. A change of size counts against COMPUTE_CHANGES_PER_DATABASE_PER_DAY with the creates (429 threshold_exceeded with Retry-After beyond it); a rename never does.',
   })
   @ApiResponse({ status: 200, type: DatabaseResponse, description: 'Instance updated' })
   @ApiResponse({ status: 202, type: DatabaseResponse, description: 'Instance update pending; poll for progress.' })
-  @ApiErrors(400, 404, 409)
+  @ApiErrors(400, 404, 409, 429)
   async update(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('databaseName') databaseName: string,

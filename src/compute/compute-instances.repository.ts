@@ -6,7 +6,7 @@ import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance
 import { ComputeTypeEntity } from './compute-type.entity';
 
 /**
- * Every statement on `compute_instances` and `compute_types` (habit 15). Statements go through the
+ * Every statement on `compute_instances`, `compute_types` and `compute_changes` (habit 15). Statements go through the
  * transaction the context carries (MetadataTransactions): inside its withTransaction they join it,
  * outside they run on their own.
  */
@@ -35,6 +35,38 @@ export class ComputeInstancesRepository {
   /** The database's instances not terminated (a deleted one keeps its connections until then). */
   countUnterminatedOf(databaseId: string): Promise<number> {
     return this.repo.countBy({ databaseId, terminated: IsNull() });
+  }
+
+  /**
+   * Seconds until the database's compute may be created or resized again: null while fewer than
+   * `limit` of its changes were recorded in the last `windowSeconds`; otherwise until the limit-th
+   * most recent leaves the window. Read under lockCreatesOf, in the same transaction.
+   */
+  async changeWait(databaseId: string, limit: number, windowSeconds: number): Promise<number | null> {
+    const [row] = await this.txHost.tx.query<{ wait: number }[]>(
+      `SELECT greatest(1, ceil(extract(epoch FROM created + make_interval(secs => $3) - now())))::int AS wait
+         FROM compute_changes
+        WHERE database_id = $1 AND created > now() - make_interval(secs => $3)
+        ORDER BY created DESC OFFSET $2 - 1 LIMIT 1`,
+      [databaseId, limit, windowSeconds],
+    );
+    return row?.wait ?? null;
+  }
+
+  /** Records a create or change of size of the database's compute (counted by changeWait). */
+  async recordChange(databaseId: string): Promise<void> {
+    await this.txHost.tx.query('INSERT INTO compute_changes (database_id) VALUES ($1)', [databaseId]);
+  }
+
+  /** Deletes up to `take` records of changes that have left the window, oldest first; how many. */
+  async deleteChangesOlderThan(windowSeconds: number, take: number): Promise<number> {
+    const [, deleted]: [unknown[], number] = await this.txHost.tx.query(
+      `DELETE FROM compute_changes
+        WHERE id = ANY(ARRAY(SELECT id FROM compute_changes WHERE created <= now() - make_interval(secs => $1)
+                             ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      [windowSeconds, take],
+    );
+    return deleted;
   }
 
   save(row: Partial<ComputeInstanceEntity>): Promise<ComputeInstanceEntity> {

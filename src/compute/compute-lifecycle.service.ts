@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { pruneInBatches } from '../database/prune-in-batches';
 import { DataPlane } from '../data-plane/data-plane.service';
 import { serverOf } from '../databases/database-lifecycle.service';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
@@ -17,6 +18,9 @@ import type { ComputeTypeEntity } from './compute-type.entity';
 import { ComputeUsagePeriodsRepository } from './compute-usage-periods.repository';
 import { connectionLimitFor } from './connection-envelope';
 import { messageOf } from '../common/errors/message-of';
+
+/** The window of COMPUTE_CHANGES_PER_DATABASE_PER_DAY. */
+export const COMPUTE_CHANGES_WINDOW_SECONDS = 24 * 3600;
 
 const SWEEP_BATCH = 500;
 
@@ -89,9 +93,23 @@ export class ComputeLifecycle implements OnModuleInit {
 
   onModuleInit(): void {
     this.reconciler.register('compute', () => this.sweep());
+    this.reconciler.register('compute-changes-pruning', () => this.pruneChanges());
     // A deleted database keeps its instances until its deletion is finalized, and their cost until
     // it was due. The finalization's transaction is the one the context carries.
     this.finalizers.register('compute', (database) => this.finalizeForDatabase(database));
+  }
+
+  /**
+   * Reconciler task: deletes the records of compute changes that have left the window of
+   * COMPUTE_CHANGES_PER_DATABASE_PER_DAY, a batch at a time (a backlog takes several passes); how
+   * many it deleted.
+   */
+  async pruneChanges(): Promise<number> {
+    const deleted = await pruneInBatches((take) =>
+      this.instances.deleteChangesOlderThan(COMPUTE_CHANGES_WINDOW_SECONDS, take),
+    );
+    if (deleted > 0) this.logger.log({ deleted }, 'compute change records past the limit window pruned');
+    return deleted;
   }
 
   /** Enqueues the job that brings the instance to the state its row asks for (after commit). */

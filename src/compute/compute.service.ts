@@ -13,7 +13,7 @@ import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
 import { ComputeInstanceTypeResponse, DedicatedComputeInstanceResponse } from './compute-instance.response';
 import { ComputeInstancesRepository } from './compute-instances.repository';
-import { ComputeLifecycle } from './compute-lifecycle.service';
+import { COMPUTE_CHANGES_WINDOW_SECONDS, ComputeLifecycle } from './compute-lifecycle.service';
 import { allowedComputeSizes, findComputeType } from './compute-type-lookup';
 import type { ComputeTypeEntity } from './compute-type.entity';
 import type { CreateComputeInstanceDto } from './dto/create-compute-instance.dto';
@@ -85,6 +85,7 @@ export class ComputeService {
           { status: 403 },
         );
       }
+      await this.admitChange(database.id);
       return this.instances.save({
         databaseId: database.id,
         name: dto.instanceName,
@@ -156,6 +157,9 @@ export class ComputeService {
     const database = await this.databases.findOperable(workspace, databaseName);
     const type = dto.instanceSize === undefined ? undefined : this.resolveType(await this.allTypes(), dto.instanceSize);
     const { instance, resized } = await this.txHost.withNewTransaction(async () => {
+      // A size asked for may be a change that counts: the turn of the database's changes first, as a
+      // create takes it (then the instance's row).
+      if (type) await this.instances.lockCreatesOf(database.id);
       const row = await this.lockInstance(database, instanceId, databaseName);
       if (row.deleted) {
         throw new ApiException(
@@ -165,7 +169,10 @@ export class ComputeService {
       }
       const changes: Partial<ComputeInstanceEntity> = {};
       if (dto.instanceName !== undefined && dto.instanceName !== row.name) changes.name = dto.instanceName;
-      if (type && type.id !== row.desiredInstanceTypeId) changes.desiredInstanceTypeId = type.id;
+      if (type && type.id !== row.desiredInstanceTypeId) {
+        await this.admitChange(database.id);
+        changes.desiredInstanceTypeId = type.id;
+      }
       if (Object.keys(changes).length) await this.instances.update(row.id, changes);
       return { instance: { ...row, ...changes }, resized: changes.desiredInstanceTypeId !== undefined };
     });
@@ -249,6 +256,26 @@ export class ComputeService {
   }
 
   /** The database's instance, locked in the context's transaction; 404 when there is none. */
+  /**
+   * Counts a create or a change of size against COMPUTE_CHANGES_PER_DATABASE_PER_DAY and records it,
+   * in the context's transaction, under the turn of the database's compute changes (lockCreatesOf),
+   * so parallel ones are counted one by one. Each opens a usage period (a billing line kept for good)
+   * and has the data plane apply an envelope, so a loop of them would grow both without end. Over the
+   * limit: 429 with Retry-After, nothing written. Renames and deletes never count.
+   */
+  private async admitChange(databaseId: string): Promise<void> {
+    const limit = this.config.env.COMPUTE_CHANGES_PER_DATABASE_PER_DAY;
+    const wait = await this.instances.changeWait(databaseId, limit, COMPUTE_CHANGES_WINDOW_SECONDS);
+    if (wait !== null) {
+      throw new ApiException(
+        ErrorCode.ThresholdExceeded,
+        `The dedicated compute of this database was created or resized ${limit} times in the last 24 hours; retry in ${wait} seconds`,
+        { headers: { 'Retry-After': String(wait) } },
+      );
+    }
+    await this.instances.recordChange(databaseId);
+  }
+
   private async lockInstance(
     database: DatabaseEntity,
     instanceId: string,

@@ -199,6 +199,15 @@ export class EnvironmentVariables {
   @Max(100)
   COMPUTE_MAX_INSTANCES_PER_DATABASE = 4;
 
+  /**
+   * Creates and changes of size a database's dedicated compute may have in any 24 hours: each opens a
+   * usage period (a billing line) and has the data plane apply an envelope.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  COMPUTE_CHANGES_PER_DATABASE_PER_DAY = 50;
+
   /** How long a connection attempt to a data-plane server may take before it counts as unavailable. */
   @Transform(toInt)
   @IsInt()

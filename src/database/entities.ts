@@ -1,4 +1,5 @@
 import { RatedLineEntity } from '../billing/rated-line.entity';
+import { ComputeChangeEntity } from '../compute/compute-change.entity';
 import { ComputeInstanceEntity } from '../compute/compute-instance.entity';
 import { ComputeTypeEntity } from '../compute/compute-type.entity';
 import { ComputeUsagePeriodEntity } from '../compute/compute-usage-period.entity';
@@ -37,6 +38,7 @@ export const ENTITIES = [
   CredentialRotationEntity,
   ComputeTypeEntity,
   ComputeInstanceEntity,
+  ComputeChangeEntity,
   ComputeUsagePeriodEntity,
   SubscriptionEntity,
   RatedLineEntity,

@@ -18,6 +18,7 @@ import { ImplicitSubscriptionMilliseconds1795800000007 } from './1795800000007-I
 import { StorageMonthOfBoundarySamples1795800000008 } from './1795800000008-StorageMonthOfBoundarySamples';
 import { QueuedDeletionsByWorkspace1795800000009 } from './1795800000009-QueuedDeletionsByWorkspace';
 import { LiveCredentialsAndInstancesIndexes1795800000010 } from './1795800000010-LiveCredentialsAndInstancesIndexes';
+import { ComputeChanges1795800000011 } from './1795800000011-ComputeChanges';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -41,4 +42,5 @@ export const MIGRATIONS: (new () => object)[] = [
   StorageMonthOfBoundarySamples1795800000008,
   QueuedDeletionsByWorkspace1795800000009,
   LiveCredentialsAndInstancesIndexes1795800000010,
+  ComputeChanges1795800000011,
 ];

@@ -797,3 +797,129 @@ describe('dedicated compute instances per database', () => {
     await t.http.post(path).set(auth).send({ instanceSize: 'small', instanceName: 'ci_again' }).expect(202);
   });
 });
+
+describe('dedicated compute changes per database and day', () => {
+  let t: TestApp;
+  let auth: Auth;
+  beforeAll(async () => {
+    t = await createTestApp({ COMPUTE_CHANGES_PER_DATABASE_PER_DAY: '3', DATABASE_POOL_TARGET: '0' });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+  });
+  afterAll(() => t.close());
+
+  it('are at most COMPUTE_CHANGES_PER_DATABASE_PER_DAY creates and resizes in any 24 hours (429 with Retry-After); renames and deletes are never refused', async () => {
+    const { slug } = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, slug);
+    const path = `/workspaces/${slug}/databases/${db.name}/compute`;
+    // Create, delete, create again, resize: each create and each change of size counts, as each
+    // opens a usage period (a billing line) and has the data plane apply an envelope.
+    const first = (await t.http.post(path).set(auth).send({ instanceSize: 'small', instanceName: 'a' }).expect(202))
+      .body as InstanceBody;
+    await t.http.delete(`${path}/${first.instanceId}`).set(auth).expect(202);
+    const second = (await t.http.post(path).set(auth).send({ instanceSize: 'small', instanceName: 'b' }).expect(202))
+      .body as InstanceBody;
+    await t.http.put(`${path}/${second.instanceId}`).set(auth).send({ instanceSize: 'medium' }).expect(202);
+
+    const expectRefused = (res: { status: number; body: unknown; headers: Record<string, string> }) => {
+      expect(res.status).toBe(429);
+      expect(res.body).toEqual({
+        errorCode: 'threshold_exceeded',
+        message: expect.stringMatching(
+          /^The dedicated compute of this database was created or resized 3 times in the last 24 hours; retry in \d+ seconds$/,
+        ),
+        statusCode: 429,
+      });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(86_000);
+      expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(86_400);
+    };
+    expectRefused(await t.http.post(path).set(auth).send({ instanceSize: 'small', instanceName: 'c' }));
+    expectRefused(await t.http.put(`${path}/${second.instanceId}`).set(auth).send({ instanceSize: 'large' }));
+    // Nothing was recorded by the refusals: no third instance, the size asked before still desired.
+    const rows = await t.dataSource.query<{ name: string; desired_instance_type_id: string }[]>(
+      'SELECT name, desired_instance_type_id FROM compute_instances WHERE database_id = $1 ORDER BY created',
+      [db.id],
+    );
+    expect(rows).toEqual([
+      { name: 'a', desired_instance_type_id: 'dc-small' },
+      { name: 'b', desired_instance_type_id: 'dc-medium' },
+    ]);
+    // A rename, a resize to the size already asked and a delete change nothing that counts.
+    await t.http.put(`${path}/${second.instanceId}`).set(auth).send({ instanceName: 'renamed' }).expect(200);
+    // (200 once READY at that size, 202 while it is still applied)
+    expect([200, 202]).toContain(
+      (await t.http.put(`${path}/${second.instanceId}`).set(auth).send({ instanceSize: 'medium' })).status,
+    );
+    // Another database of the workspace has its own.
+    const other = await createReadyDatabase(t, auth, slug);
+    await t.http
+      .post(`/workspaces/${slug}/databases/${other.name}/compute`)
+      .set(auth)
+      .send({ instanceSize: 'small', instanceName: 'a' })
+      .expect(202);
+
+    // A day later the changes have left the window.
+    await t.dataSource.query(
+      "UPDATE compute_changes SET created = created - interval '25 hours' WHERE database_id = $1",
+      [db.id],
+    );
+    await t.http.put(`${path}/${second.instanceId}`).set(auth).send({ instanceSize: 'large' }).expect(202);
+    await t.http.delete(`${path}/${second.instanceId}`).set(auth).expect(202);
+  });
+
+  it('counts parallel creates and resizes one by one', async () => {
+    const { slug } = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, slug);
+    const path = `/workspaces/${slug}/databases/${db.name}/compute`;
+    const made: InstanceBody[] = [];
+    for (const name of ['first', 'second']) {
+      made.push(
+        (await t.http.post(path).set(auth).send({ instanceSize: 'small', instanceName: name }).expect(202)).body,
+      );
+    }
+    // One change left. Each record waits 0.3 s in its transaction, after its count: changes that did
+    // not take turns (resizes of two instances lock different rows) would all count two and all pass.
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'compute_changes', on: 'INSERT', when: `NEW.database_id = '${db.id}'::uuid`, seconds: 0.3 },
+      () =>
+        Promise.all([
+          t.http.put(`${path}/${made[0].instanceId}`).set(auth).send({ instanceSize: 'large' }),
+          t.http.put(`${path}/${made[1].instanceId}`).set(auth).send({ instanceSize: 'large' }),
+          t.http.post(path).set(auth).send({ instanceSize: 'small', instanceName: 'third' }),
+        ]),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([202, 429, 429]);
+    const [{ n }] = await t.dataSource.query<{ n: string }[]>(
+      'SELECT count(*) AS n FROM compute_changes WHERE database_id = $1',
+      [db.id],
+    );
+    expect(Number(n)).toBe(3);
+  });
+
+  it('keeps their records for the day only: the reconciler deletes older ones and keeps those that still count', async () => {
+    const { slug } = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, slug);
+    await t.http
+      .post(`/workspaces/${slug}/databases/${db.name}/compute`)
+      .set(auth)
+      .send({ instanceSize: 'small', instanceName: 'kept' })
+      .expect(202);
+    await t.dataSource.query(
+      `INSERT INTO compute_changes (database_id, created)
+       SELECT $1, now() - interval '25 hours' - g * interval '1 second' FROM generate_series(1, 3) g`,
+      [db.id],
+    );
+    const records = async () =>
+      (
+        await t.dataSource.query<{ old: string; recent: string }[]>(
+          `SELECT count(*) FILTER (WHERE created <= now() - interval '24 hours') AS old,
+                  count(*) FILTER (WHERE created > now() - interval '24 hours') AS recent
+             FROM compute_changes WHERE database_id = $1`,
+          [db.id],
+        )
+      ).map((r) => ({ old: Number(r.old), recent: Number(r.recent) }))[0];
+    expect(await records()).toEqual({ old: 3, recent: 1 });
+    await reconcile(t.app);
+    expect(await records()).toEqual({ old: 0, recent: 1 });
+  });
+});
