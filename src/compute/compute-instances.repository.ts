@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IsNull, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { pruneOlderThanSql, windowWait } from '../database/sliding-window';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
 import { ComputeTypeEntity } from './compute-type.entity';
@@ -42,15 +43,14 @@ export class ComputeInstancesRepository {
    * `limit` of its changes were recorded in the last `windowSeconds`; otherwise until the limit-th
    * most recent leaves the window. Read under lockCreatesOf, in the same transaction.
    */
-  async changeWait(databaseId: string, limit: number, windowSeconds: number): Promise<number | null> {
-    const [row] = await this.txHost.tx.query<{ wait: number }[]>(
-      `SELECT greatest(1, ceil(extract(epoch FROM created + make_interval(secs => $3) - now())))::int AS wait
-         FROM compute_changes
-        WHERE database_id = $1 AND created > now() - make_interval(secs => $3)
-        ORDER BY created DESC OFFSET $2 - 1 LIMIT 1`,
-      [databaseId, limit, windowSeconds],
+  changeWait(databaseId: string, limit: number, windowSeconds: number): Promise<number | null> {
+    return windowWait(
+      this.txHost.tx,
+      { table: 'compute_changes', at: 'created', keyColumn: 'database_id' },
+      databaseId,
+      limit,
+      windowSeconds,
     );
-    return row?.wait ?? null;
   }
 
   /** Records a create or change of size of the database's compute (counted by changeWait). */
@@ -60,12 +60,10 @@ export class ComputeInstancesRepository {
 
   /** Deletes up to `take` records of changes that have left the window, oldest first; how many. */
   async deleteChangesOlderThan(windowSeconds: number, take: number): Promise<number> {
-    const [, deleted]: [unknown[], number] = await this.txHost.tx.query(
-      `DELETE FROM compute_changes
-        WHERE id = ANY(ARRAY(SELECT id FROM compute_changes WHERE created <= now() - make_interval(secs => $1)
-                             ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-      [windowSeconds, take],
-    );
+    const [, deleted]: [unknown[], number] = await this.txHost.tx.query(pruneOlderThanSql('compute_changes'), [
+      windowSeconds,
+      take,
+    ]);
     return deleted;
   }
 

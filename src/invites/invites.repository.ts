@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { Brackets, DataSource, type Repository, type SelectQueryBuilder } from 'typeorm';
 import { writeRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { pruneOlderThanSql, windowWaitSql } from '../database/sliding-window';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { InviteEntity, InviteState } from './invite.entity';
 
@@ -59,12 +60,8 @@ export class InvitesRepository {
     email: string,
     limits: { perSender: number; perRecipient: number; total: number; windowSeconds: number },
   ): Promise<{ sender: number | null; recipient: number | null; total: number | null }> {
-    // The limit-th most recent record of the window that `where` selects, when there is one.
     const wait = (where: string, limit: string) =>
-      `(SELECT greatest(1, ceil(extract(epoch FROM created + make_interval(secs => $5) - now())))::int
-          FROM invite_sends
-         WHERE ${where} AND created > now() - make_interval(secs => $5)
-         ORDER BY created DESC OFFSET ${limit} - 1 LIMIT 1)`;
+      windowWaitSql({ table: 'invite_sends', at: 'created', where, limit, window: '$5' });
     const [row] = await this.txHost.tx.query<
       { sender: number | null; recipient: number | null; total: number | null }[]
     >(
@@ -226,12 +223,10 @@ export class InvitesRepository {
    * many it deleted.
    */
   async deleteSendsOlderThan(windowSeconds: number, take: number): Promise<number> {
-    const [, deleted]: [unknown[], number] = await this.txHost.tx.query(
-      `DELETE FROM invite_sends
-        WHERE id = ANY(ARRAY(SELECT id FROM invite_sends WHERE created <= now() - make_interval(secs => $1)
-                             ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED))`,
-      [windowSeconds, take],
-    );
+    const [, deleted]: [unknown[], number] = await this.txHost.tx.query(pruneOlderThanSql('invite_sends'), [
+      windowSeconds,
+      take,
+    ]);
     return deleted;
   }
 

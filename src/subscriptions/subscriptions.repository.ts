@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { overlappingPeriod } from '../database/period-overlap';
+import { windowWait } from '../database/sliding-window';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { SubscriptionLevel } from './subscription-level';
 import { SubscriptionEntity } from './subscription.entity';
@@ -30,15 +31,14 @@ export class SubscriptionsRepository {
    * wait ends when the limit-th latest start leaves the window. Read under lockWorkspace, through
    * the (workspace_id, valid_from) index.
    */
-  async newRowWait(workspaceId: string, limit: number, windowSeconds: number): Promise<number | null> {
-    const [row] = await this.txHost.tx.query<{ wait: number }[]>(
-      `SELECT greatest(1, ceil(extract(epoch FROM valid_from + make_interval(secs => $3) - now())))::int AS wait
-         FROM subscriptions
-        WHERE workspace_id = $1 AND valid_from > now() - make_interval(secs => $3)
-        ORDER BY valid_from DESC OFFSET $2 - 1 LIMIT 1`,
-      [workspaceId, limit, windowSeconds],
+  newRowWait(workspaceId: string, limit: number, windowSeconds: number): Promise<number | null> {
+    return windowWait(
+      this.txHost.tx,
+      { table: 'subscriptions', at: 'valid_from', keyColumn: 'workspace_id' },
+      workspaceId,
+      limit,
+      windowSeconds,
     );
-    return row?.wait ?? null;
   }
 
   existsFor(workspaceId: string): Promise<boolean> {
