@@ -255,7 +255,6 @@ export class ComputeService {
     return type;
   }
 
-  /** The database's instance, locked in the context's transaction; 404 when there is none. */
   /**
    * Counts a create or a change of size against COMPUTE_CHANGES_PER_DATABASE_PER_DAY and records it,
    * in the context's transaction, under the turn of the database's compute changes (lockCreatesOf),
@@ -276,6 +275,7 @@ export class ComputeService {
     await this.instances.recordChange(databaseId);
   }
 
+  /** The database's instance, locked in the context's transaction; 404 when there is none. */
   private async lockInstance(
     database: DatabaseEntity,
     instanceId: string,

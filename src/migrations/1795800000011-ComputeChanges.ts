@@ -22,10 +22,10 @@ export class ComputeChanges1795800000011 implements MigrationInterface {
     );
     await queryRunner.query(`
             INSERT INTO "compute_changes" ("database_id", "created")
-            SELECT "database_id", "created" FROM "compute_instances" WHERE "created" > now() - interval '1 day'
+            SELECT "database_id", "created" FROM "compute_instances" WHERE "created" > now() - interval '24 hours'
             UNION ALL
             SELECT p."database_id", p."started_at" FROM "compute_usage_periods" p
-             WHERE p."started_at" > now() - interval '1 day'
+             WHERE p."started_at" > now() - interval '24 hours'
                AND EXISTS (SELECT 1 FROM "compute_usage_periods" q
                             WHERE q."instance_id" = p."instance_id" AND q."started_at" < p."started_at")
         `);

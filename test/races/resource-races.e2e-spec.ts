@@ -60,7 +60,13 @@ describe('races on one database (rename, delete, credentials, rotation, compute)
   };
 
   beforeAll(async () => {
-    t = await createTestApp({ DATABASE_POOL_TARGET: '0', DATABASE_DELETION_GRACE_SECONDS: '3600' });
+    t = await createTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATABASE_DELETION_GRACE_SECONDS: '3600',
+      // Each round creates and resizes on one database: a longer hunt (RACE_ROUNDS) would reach the
+      // day's compute changes, which are not what it looks for.
+      COMPUTE_CHANGES_PER_DATABASE_PER_DAY: '100000',
+    });
     auth = (await createDeveloperWithToken(t.app)).auth;
     slug = (await createWorkspace(t, auth)).slug;
     ready = await readyDatabases(t, auth, slug, Math.max(2, Math.ceil(ROUNDS / 2)) + 1);
