@@ -28,7 +28,10 @@ export class ComputeInstancesRepository {
     return this.txHost.tx.getRepository(ComputeTypeEntity).findOneByOrFail({ id });
   }
 
-  /** Takes the turn of the database's instance creates for the rest of the context's transaction. */
+  /**
+   * Takes the turn of the database's instance creates and changes of size (counted together against
+   * COMPUTE_CHANGES_PER_DATABASE_PER_DAY) for the rest of the context's transaction.
+   */
   lockCreatesOf(databaseId: string): Promise<void> {
     return lockForContextTransaction(this.txHost, `compute-instances:${databaseId}`);
   }
