@@ -58,6 +58,8 @@ export class DataPlaneServers implements OnModuleInit {
   private readonly logger = new Logger(DataPlaneServers.name);
   private readonly targets = new Map<string, DataPlaneTarget>();
   private cached?: { at: number; servers: Promise<DataPlaneServerView[]> };
+  /** The last copy of the fleet read (see directory). */
+  private lastRead?: DataPlaneServerView[];
   private registered?: Promise<void>;
   private readonly releases = new Map<string, ServerRelease>();
   private readonly goneListeners: ((serverId: string) => void)[] = [];
@@ -113,17 +115,24 @@ export class DataPlaneServers implements OnModuleInit {
     return this.registered;
   }
 
-  /** Every server, oldest first (cached for a couple of seconds; `fresh` reads now). */
+  /**
+   * Every server, oldest first (cached for a couple of seconds; `fresh` reads now). When the read
+   * for a copy that has aged fails (the metadata database failing), the last copy read answers
+   * instead, and the next call reads again: what only describes (a database's public host, whether
+   * its region has more servers) is no reason to fail a request whose change has committed. A read
+   * asked to be fresh, and a process's first read, still fail.
+   */
   async directory(fresh = false): Promise<DataPlaneServerView[]> {
     if (fresh || !this.cached || Date.now() - this.cached.at > DIRECTORY_TTL_MS) {
       const servers = this.servers.all().then((rows) => {
         this.forgetStale(rows);
-        return rows.map(viewOf);
+        return (this.lastRead = rows.map(viewOf));
       });
       this.cached = { at: Date.now(), servers };
       servers.catch(() => (this.cached = undefined));
     }
-    return this.cached.servers;
+    const last = this.lastRead;
+    return fresh || !last ? this.cached.servers : this.cached.servers.catch(() => last);
   }
 
   /** One server as the directory knows it; read again when it is not (yet) there. */
