@@ -152,17 +152,6 @@ export class DatabasesService {
     return this.describe(entity, workspace);
   }
 
-  /**
-   * Refuses a database beyond the workspace's plan, under the plan's lock (planLockKey), which the
-   * caller has taken: creates and claims of one workspace take turns (a transaction-scoped advisory
-   * lock held to commit), so parallel ones never pass the limit. A claim moves a database already
-   * placed, so unlike a create (PlanLimits.assertRoomForDatabase) it does not count the workspace's
-   * databases queued for deletion.
-   */
-  private async assertRoomInPlan(workspace: WorkspaceEntity): Promise<void> {
-    await this.plans.assertRoomFor(workspace.id, 'databases', () => this.databases.countLive(workspace.id));
-  }
-
   /** The workspace's databases that are not deleted, oldest first, a page at a time. */
   async list(workspace: WorkspaceEntity, limit = DEFAULT_DATABASE_PAGE, cursor?: string): Promise<DatabasePage> {
     if (cursor && !(await this.databases.existsIn(cursor, workspace.id))) {
@@ -260,8 +249,11 @@ export class DatabasesService {
     const database = await this.databases.findLiveIn(databaseId, fromWorkspaceId);
     if (!database) throw gone();
     try {
+      // The plan's turn, as creates take it, so parallel claims and creates never pass the limit. A
+      // claim moves a database already placed: unlike a create (PlanLimits.assertRoomForDatabase) it
+      // does not count the workspace's databases queued for deletion.
       await this.databases.lockKeys(planLockKey(target));
-      await this.assertRoomInPlan(target);
+      await this.plans.assertRoomFor(target.id, 'databases', () => this.databases.countLive(target.id));
     } catch (err) {
       if (err instanceof ApiException && err.code === ErrorCode.ThresholdExceeded) {
         throw new ApiException(
