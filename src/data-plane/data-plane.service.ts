@@ -22,6 +22,9 @@ interface PgError {
 const DUPLICATE_OBJECT = '42710';
 const DUPLICATE_DATABASE = '42P04';
 const UNDEFINED_OBJECT = '42704';
+const INVALID_CATALOG_NAME = '3D000';
+/** DROP ROLE of a role something still depends on (a privilege granted to it, an object it owns). */
+const DEPENDENT_OBJECTS_STILL_EXIST = '2BP01';
 /** Two sessions creating the same role or database at once: the loser may see a catalog unique violation. */
 const UNIQUE_VIOLATION = '23505';
 
@@ -506,10 +509,14 @@ export class DataPlane implements OnApplicationShutdown {
               rolname,
               this.terminateWaitMs,
             ]);
-            await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(rolname)}`);
+            await this.dropRoleReleased(t, db, rolname, null, () =>
+              db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(rolname)}`),
+            );
           });
         }
-        await db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(owner)}`);
+        await this.dropRoleReleased(t, db, owner, null, () =>
+          db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(owner)}`),
+        );
       }),
     );
   }
@@ -672,16 +679,18 @@ export class DataPlane implements OnApplicationShutdown {
           const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [physical]);
           if (!rowCount) {
             // Its database (and with it everything the role owned there) is gone already.
-            await admin.query(`DROP ROLE IF EXISTS ${r}`);
+            await this.dropRoleReleased(t, admin, role, null, () => admin.query(`DROP ROLE IF EXISTS ${r}`));
             return;
           }
-          await this.withDatabase(t, physical, (db) =>
-            this.inTransaction(db, async () => {
-              const ownerExists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [owner]);
-              if (ownerExists.rowCount) await db.query(`REASSIGN OWNED BY ${r} TO ${db.escapeIdentifier(owner)}`);
-              await db.query(`DROP OWNED BY ${r}`);
-              await db.query(`DROP ROLE ${r}`);
-            }),
+          await this.dropRoleReleased(t, admin, role, physical, () =>
+            this.withDatabase(t, physical, (db) =>
+              this.inTransaction(db, async () => {
+                const ownerExists = await db.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [owner]);
+                if (ownerExists.rowCount) await db.query(`REASSIGN OWNED BY ${r} TO ${db.escapeIdentifier(owner)}`);
+                await db.query(`DROP OWNED BY ${r}`);
+                await db.query(`DROP ROLE ${r}`);
+              }),
+            ),
           );
         }),
       ),
@@ -787,6 +796,45 @@ export class DataPlane implements OnApplicationShutdown {
       }
     } finally {
       lock.release(broken);
+    }
+  }
+
+  /**
+   * Runs `drop` (a DROP ROLE of `role`) once no database of the server but `home` (the role's own,
+   * which `drop` takes care of; null: none) holds anything for the role. Every session sees every
+   * role of its server (`pg_roles`), so a tenant can grant privileges on its own objects to another
+   * database's roles, and PostgreSQL refuses to drop a role something depends on: those privileges
+   * are dropped first (DROP OWNED BY in each database `pg_shdepend` names; it owns nothing there,
+   * having no way in). A grant made again in the moment between is met by trying again, a few
+   * times; then the error is the caller's (a sweep tries again at its next pass).
+   */
+  private async dropRoleReleased(
+    t: DataPlaneTarget,
+    admin: PoolClient,
+    role: string,
+    home: string | null,
+    drop: () => Promise<unknown>,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const { rows } = await admin.query<{ datname: string }>(
+        `SELECT DISTINCT d.datname FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid
+          WHERE s.refclassid = 'pg_authid'::regclass AND d.datallowconn AND d.datname IS DISTINCT FROM $2
+            AND s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = $1)`,
+        [role, home],
+      );
+      for (const { datname } of rows) {
+        // A database dropped meanwhile took what it held with it.
+        await this.ignoring(
+          [INVALID_CATALOG_NAME],
+          this.withDatabaseNamed(t, datname, (db) => db.query(`DROP OWNED BY ${db.escapeIdentifier(role)}`)),
+        );
+      }
+      try {
+        await drop();
+        return;
+      } catch (err) {
+        if (codeOf(err) !== DEPENDENT_OBJECTS_STILL_EXIST || attempt === 3) throw err;
+      }
     }
   }
 
@@ -958,8 +1006,17 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /** A short-lived admin connection to one customer database, always closed. */
-  private async withDatabase<T>(t: DataPlaneTarget, physical: string, work: (db: Client) => Promise<T>): Promise<T> {
-    const db = await this.connectTo(t, physical);
+  private withDatabase<T>(t: DataPlaneTarget, physical: string, work: (db: Client) => Promise<T>): Promise<T> {
+    return this.withDatabaseNamed(t, assertPhysicalName(physical), work);
+  }
+
+  /** A short-lived admin connection to any database of the server, always closed. */
+  private async withDatabaseNamed<T>(
+    t: DataPlaneTarget,
+    datname: string,
+    work: (db: Client) => Promise<T>,
+  ): Promise<T> {
+    const db = await this.connectToNamed(t, datname);
     try {
       return await work(db);
     } finally {
@@ -968,9 +1025,13 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /** Opens an admin connection to one customer database; the caller closes it. */
-  private async connectTo(t: DataPlaneTarget, physical: string): Promise<Client> {
+  private connectTo(t: DataPlaneTarget, physical: string): Promise<Client> {
+    return this.connectToNamed(t, assertPhysicalName(physical));
+  }
+
+  private async connectToNamed(t: DataPlaneTarget, datname: string): Promise<Client> {
     const url = new URL(t.url);
-    url.pathname = `/${assertPhysicalName(physical)}`;
+    url.pathname = `/${encodeURIComponent(datname)}`;
     // With the safe search path: nothing of the tenant's in `public` is what the admin's statements call.
     const db = new Client({ ...this.connectionOptions(), ...tenantDatabaseConnection(url.toString()) });
     db.on('error', () => undefined);

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
@@ -12,7 +11,7 @@ import {
   roleExists,
   connectAs,
   queryAs,
-  unique,
+  nonSuperuserAdmin,
 } from './support';
 
 /**
@@ -21,28 +20,19 @@ import {
  * grants that membership itself (the server decides, in the statement group that makes the role).
  */
 describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but is no superuser', () => {
-  const admin = `${process.env.DATA_PLANE_NAME_PREFIX}admin_${unique()}`;
+  let admin: string;
+  let dropAdmin: () => Promise<void>;
   let t: TestApp & { metadataUrl: string };
   let auth: Auth;
   let slug: string;
 
   beforeAll(async () => {
-    const password = randomBytes(16).toString('hex');
-    await onDataPlane(async (db) => {
-      const a = db.escapeIdentifier(admin);
-      await db.query(`CREATE ROLE ${a} LOGIN CREATEDB CREATEROLE PASSWORD ${db.escapeLiteral(password)}`);
-      // Superuser admins of this cluster (other specs) closed its shared databases to PUBLIC.
-      await db.query(`GRANT CONNECT ON DATABASE postgres TO ${a}`);
-    });
-    const url = new URL(process.env.DATA_PLANE_URL!);
-    url.username = admin;
-    url.password = password;
-    // Startup options of the operator's own, which the admin's sessions keep.
-    url.searchParams.set('options', '-c work_mem=7MB');
+    const made = await nonSuperuserAdmin();
+    ({ role: admin, drop: dropAdmin } = made);
     t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       DATABASE_DELETION_GRACE_SECONDS: '1',
-      DATA_PLANE_URL: url.toString(),
+      DATA_PLANE_URL: made.url,
     });
     auth = (await createDeveloperWithToken(t.app)).auth;
     slug = (await createWorkspace(t, auth)).slug;
@@ -50,13 +40,7 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
 
   afterAll(async () => {
     await t?.close();
-    // Whatever the spec made on the data plane goes with the run (global teardown); the admin too.
-    await onDataPlane(async (db) => {
-      await db.query(`REVOKE CONNECT ON DATABASE postgres FROM ${db.escapeIdentifier(admin)}`);
-      await db.query(`REASSIGN OWNED BY ${db.escapeIdentifier(admin)} TO CURRENT_USER`);
-      await db.query(`DROP OWNED BY ${db.escapeIdentifier(admin)}`);
-      await db.query(`DROP ROLE ${db.escapeIdentifier(admin)}`);
-    }).catch(() => undefined);
+    await dropAdmin?.();
   });
 
   it('builds a READY, hardened database held by the holder role, the admin a member of that role', async () => {

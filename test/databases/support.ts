@@ -194,3 +194,32 @@ export async function queryAs<R extends object = Record<string, unknown>>(
     await client.end().catch(() => undefined);
   }
 }
+
+/**
+ * A data-plane admin role with CREATEDB and CREATEROLE but no superuser (README: enough for the
+ * service), and the admin URL that logs in as it (with a startup option of the operator's own);
+ * `drop` removes it when the spec is done (whatever the spec made goes with the run's teardown).
+ */
+export async function nonSuperuserAdmin(): Promise<{ role: string; url: string; drop: () => Promise<void> }> {
+  const role = `${process.env.DATA_PLANE_NAME_PREFIX}admin_${unique()}`;
+  const password = randomBytes(16).toString('hex');
+  await onDataPlane(async (db) => {
+    const a = db.escapeIdentifier(role);
+    await db.query(`CREATE ROLE ${a} LOGIN CREATEDB CREATEROLE PASSWORD ${db.escapeLiteral(password)}`);
+    // Superuser admins of this cluster (other specs) closed its shared databases to PUBLIC.
+    await db.query(`GRANT CONNECT ON DATABASE postgres TO ${a}`);
+  });
+  const url = new URL(process.env.DATA_PLANE_URL!);
+  url.username = role;
+  url.password = password;
+  url.searchParams.set('options', '-c work_mem=7MB');
+  const drop = () =>
+    onDataPlane(async (db) => {
+      const a = db.escapeIdentifier(role);
+      await db.query(`REVOKE CONNECT ON DATABASE postgres FROM ${a}`);
+      await db.query(`REASSIGN OWNED BY ${a} TO CURRENT_USER`);
+      await db.query(`DROP OWNED BY ${a}`);
+      await db.query(`DROP ROLE ${a}`);
+    }).catch(() => undefined);
+  return { role, url: url.toString(), drop };
+}
