@@ -18,8 +18,16 @@ const SWEEP_BATCH = 500;
 /** The data-plane lock under which one database's build and finalization take turns. */
 const lockKey = (where: Pick<DatabaseEntity, 'physicalName'>) => `database:${where.physicalName}`;
 
+/**
+ * Whether the row is owed a build: REQUESTED or BUILT, and neither finalized nor due to be. A database
+ * deleted before it was built is still built: it works until its deletion is due (rule 1); once due,
+ * its finalization is all it gets.
+ */
 const unbuilt = (r: DatabaseEntity | null): r is DatabaseEntity =>
-  !!r && !r.deleted && !r.finalized && (r.status === DatabaseStatus.Requested || r.status === DatabaseStatus.Built);
+  !!r &&
+  !r.finalized &&
+  !(r.deleted && !(r.deletionDueAt && r.deletionDueAt.getTime() > Date.now())) &&
+  (r.status === DatabaseStatus.Requested || r.status === DatabaseStatus.Built);
 
 /** The server a database lives on (every row has one once boot has attached rows from before the fleet). */
 export function serverOf(row: Pick<DatabaseEntity, 'id' | 'serverId'>): string {
@@ -130,7 +138,7 @@ export class DatabaseLifecycle implements OnModuleInit {
       return { ok: false, error, failedBuild: { row, attempt } };
     }
     if (hardened) {
-      await this.databases.markReady(row.id, attempt);
+      if (!(await this.databases.markReady(row.id, attempt))) await this.dropIfFinalized(row);
       return { ok: true };
     }
     const error = new Error('the built database failed verification (missing, wrong owner or open to PUBLIC)');
@@ -140,6 +148,21 @@ export class DatabaseLifecycle implements OnModuleInit {
       'database failed verification; rebuilding',
     );
     return { ok: false, error };
+  }
+
+  /**
+   * After a verified build found its row moved on: when the row was finalized meanwhile (this run's
+   * turn ended without it knowing, its lock session lost with its connection, and a finalization
+   * took the lock before the database existed), what the build made is dropped, or nothing would
+   * ever drop it (every sweep passes finalized rows by). Otherwise another run made it READY.
+   */
+  private async dropIfFinalized(row: DatabaseEntity): Promise<void> {
+    if (!(await this.databases.readById(row.id))?.finalized) return;
+    await this.dataPlane.dropDatabase(serverOf(row), row.physicalName);
+    this.logger.warn(
+      { databaseId: row.id },
+      'database built after its finalization (its build lost its turn): dropped',
+    );
   }
 
   /**
@@ -215,11 +238,11 @@ export class DatabaseLifecycle implements OnModuleInit {
 
   /**
    * One reconcile pass: re-enqueues builds that are not done (their job may be lost or out of
-   * attempts), finalizes overdue deletions whose job was lost, gives usable databases built before
+   * attempts; taken from the servers in turn, so builds stuck on one server never keep another's out), finalizes overdue deletions whose job was lost, gives usable databases built before
    * the holder role to it (holdEarlierDatabases), and tops up the warm pool.
    */
   async sweep(now = new Date()): Promise<void> {
-    for (const id of await this.databases.unbuiltIds(SWEEP_BATCH)) {
+    for (const id of await this.databases.unbuiltInTurnByServer(SWEEP_BATCH)) {
       await this.jobs.redispatch('ProvisionDatabase', { databaseId: id }, { jobId: provisionJobId(id) });
     }
     await this.finalizeOverdue(now);

@@ -31,15 +31,15 @@ export enum DatabaseStatus {
 // Live databases in (created, id) order: the list's keyset pages and /developers/me read it without sorting.
 @Index('IDX_databases_live_by_created', ['workspaceId', 'created', 'id'], { where: '"deleted" IS NULL' })
 // The reconciler's sweeps, which read only work still owed (not the tombstones): deletions not yet
-// finalized, by due time; builds not yet done, oldest first.
+// finalized, by due time; builds not yet done (deleted ones too, until finalized), each server's oldest first.
 @Index('IDX_databases_deletion_due', ['deletionDueAt'], { where: '"deleted" IS NOT NULL AND "finalized" IS NULL' })
 // A workspace's databases queued for deletion, by due time: every create within a limited plan counts
 // them (and reads the first due), which must not read the workspace's tombstones.
 @Index('IDX_databases_queued_by_workspace', ['workspaceId', 'deletionDueAt'], {
   where: '"deleted" IS NOT NULL AND "finalized" IS NULL',
 })
-@Index('IDX_databases_unbuilt_by_created', ['created'], {
-  where: `"status" IN ('REQUESTED', 'BUILT') AND "deleted" IS NULL`,
+@Index('IDX_databases_unbuilt_by_server', ['serverId', 'created', 'id'], {
+  where: `"status" IN ('REQUESTED', 'BUILT') AND "finalized" IS NULL`,
 })
 // Each server's databases not finalized, in (created, id) order, tombstones left out: the insights
 // sampler's read of a server's READY ones (the few not READY yet are filtered), placement's usage

@@ -277,15 +277,17 @@ export class DatabasesRepository {
   }
 
   /**
-   * Records a verified build: READY, unless the row moved on meanwhile (then nothing changes). One
-   * raw statement: it sits on the path from create to READY.
+   * Records a verified build: READY, unless the row moved on meanwhile (made READY by another run,
+   * or finalized: then nothing changes, and the answer is false). One raw statement: it sits on the
+   * path from create to READY.
    */
-  async markReady(id: string, provisionAttempts: number): Promise<void> {
-    await this.txHost.tx.query(
+  async markReady(id: string, provisionAttempts: number): Promise<boolean> {
+    const [, affected] = await this.txHost.tx.query<[unknown, number]>(
       `UPDATE databases SET status = $3, last_error = NULL, provision_attempts = $2, updated = now()
-        WHERE id = $1 AND status IN ($4, $5)`,
+        WHERE id = $1 AND status IN ($4, $5) AND finalized IS NULL`,
       [id, provisionAttempts, DatabaseStatus.Ready, DatabaseStatus.Requested, DatabaseStatus.Built],
     );
+    return affected > 0;
   }
 
   /** Records a failed attempt (the status unchanged); only while the row has `status`, when given. */
@@ -310,17 +312,23 @@ export class DatabasesRepository {
     await this.repo.update({ id }, { finalized: at });
   }
 
-  /** Ids of builds not done (REQUESTED or BUILT, not deleted), oldest first. */
-  async unbuiltIds(take: number): Promise<string[]> {
-    // The statuses are literals, so the condition implies IDX_databases_unbuilt_by_created's in any
-    // plan (a generic one included) and the sweep reads the unbuilt rows in order, no tombstones.
-    const rows = await this.repo
-      .createQueryBuilder('d')
-      .select('d.id', 'id')
-      .where(`d.status IN ('${DatabaseStatus.Requested}', '${DatabaseStatus.Built}') AND d.deleted IS NULL`)
-      .orderBy('d.created', 'ASC')
-      .limit(take)
-      .getRawMany<{ id: string }>();
+  /**
+   * Ids of builds owed (REQUESTED or BUILT, not finalized, and not deleted with the deletion due): at
+   * most `take`, taken from the servers in turn (each server's oldest, then each server's second
+   * oldest, …), so builds stuck on one server (one that does not answer) never keep another's out of
+   * a batch. Reads IDX_databases_unbuilt_by_server, no tombstones.
+   */
+  async unbuiltInTurnByServer(take: number): Promise<string[]> {
+    const rows = await this.txHost.tx.query<{ id: string }[]>(
+      `SELECT id
+         FROM (SELECT id, created, row_number() OVER (PARTITION BY server_id ORDER BY created, id) AS turn
+                 FROM databases
+                WHERE status IN ('${DatabaseStatus.Requested}', '${DatabaseStatus.Built}') AND finalized IS NULL
+                  AND (deleted IS NULL OR deletion_due_at > now())) owed
+        ORDER BY turn, created, id
+        LIMIT $1`,
+      [take],
+    );
     return rows.map((r) => r.id);
   }
 

@@ -19,6 +19,7 @@ import { StorageMonthOfBoundarySamples1795800000008 } from './1795800000008-Stor
 import { QueuedDeletionsByWorkspace1795800000009 } from './1795800000009-QueuedDeletionsByWorkspace';
 import { LiveCredentialsAndInstancesIndexes1795800000010 } from './1795800000010-LiveCredentialsAndInstancesIndexes';
 import { ComputeChanges1795800000011 } from './1795800000011-ComputeChanges';
+import { UnbuiltByServer1795800000012 } from './1795800000012-UnbuiltByServer';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -43,4 +44,5 @@ export const MIGRATIONS: (new () => object)[] = [
   QueuedDeletionsByWorkspace1795800000009,
   LiveCredentialsAndInstancesIndexes1795800000010,
   ComputeChanges1795800000011,
+  UnbuiltByServer1795800000012,
 ];

@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
 import { DatabasesService } from '../../src/databases/databases.service';
+import { DatabaseStatus } from '../../src/databases/database.entity';
 import { WorkspaceEntity } from '../../src/workspaces/workspace.entity';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import {
@@ -808,6 +809,128 @@ describe('database lifecycle jobs', () => {
     ]);
   });
 
+  it('builds a database deleted before its build ran: it works until its deletion is due', async () => {
+    const lifecycle = t.app.get(DatabaseLifecycle);
+    // Its build job runs and does nothing (as a job lost with Redis would not run at all).
+    const lost = gateNextCall(lifecycle, 'provision', () => undefined);
+    const name = `early_${unique()}`;
+    let id: string;
+    try {
+      id = (
+        await t.http
+          .post(`/workspaces/${slug}/databases`)
+          .set(auth)
+          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+          .expect(201)
+      ).body.id;
+      await lost.started;
+      await t.http.delete(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200);
+    } finally {
+      lost.release();
+      lost.restore();
+    }
+    expect((await databaseRow(t, id)).status).toBe('REQUESTED');
+
+    // The sweep takes up the build it is owed, deleted or not.
+    await reconcile(t.app);
+    const row = await eventually(async () => {
+      const r = await databaseRow(t, id);
+      return r.status === DatabaseStatus.Ready ? r : null;
+    });
+    expect(row.deleted).not.toBeNull();
+    expect(row.finalized).toBeNull();
+    expect(await physicalDatabaseExists(row.physical_name)).toBe(true);
+    const body = (await t.http.get(`/databases/${id}`).set(auth).expect(200)).body as { dbHost: string };
+    const credential = (await t.http.post(`/workspaces/${slug}/databases/${name}/credentials`).set(auth).expect(200))
+      .body as { id: string; password: string };
+    await expect(queryAs(body.dbHost, credential.id, credential.password, 'SELECT 1 AS one')).resolves.toEqual([
+      { one: 1 },
+    ]);
+  });
+
+  it('never builds a database whose deletion came due before its build ran; its finalization is all it gets', async () => {
+    const lifecycle = t.app.get(DatabaseLifecycle);
+    const lost = gateNextCall(lifecycle, 'provision', () => undefined);
+    const name = `due_${unique()}`;
+    let id: string;
+    try {
+      id = (
+        await t.http
+          .post(`/workspaces/${slug}/databases`)
+          .set(auth)
+          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+          .expect(201)
+      ).body.id;
+      await lost.started;
+      await t.http.delete(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200);
+    } finally {
+      lost.release();
+      lost.restore();
+    }
+    await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [id]);
+    const buildDatabase = jest.spyOn(t.app.get(DataPlane), 'buildDatabase');
+    try {
+      await lifecycle.provision(id);
+      await reconcile(t.app);
+      expect(buildDatabase).not.toHaveBeenCalled();
+    } finally {
+      buildDatabase.mockRestore();
+    }
+    const row = await databaseRow(t, id);
+    expect(row.finalized).not.toBeNull();
+    expect(await physicalDatabaseExists(row.physical_name)).toBe(false);
+  });
+
+  it('drops what a build that lost its lock session made when its database was finalized meanwhile', async () => {
+    const lifecycle = t.app.get(DatabaseLifecycle);
+    const dataPlane = t.app.get(DataPlane);
+    // Its build job does nothing: the build below is run by hand, to be held at its start.
+    const lost = gateNextCall(lifecycle, 'provision', () => undefined);
+    const name = `late_${unique()}`;
+    let id: string;
+    try {
+      id = (
+        await t.http
+          .post(`/workspaces/${slug}/databases`)
+          .set(auth)
+          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+          .expect(201)
+      ).body.id;
+      await lost.started;
+    } finally {
+      lost.release();
+      lost.restore();
+    }
+    const { server_id: serverId, physical_name: physical, workspace_id: workspaceId } = await databaseRow(t, id);
+    const buildDatabase = dataPlane.buildDatabase.bind(dataPlane);
+    // The build is slow (CREATE DATABASE waiting for a checkpoint)...
+    const build = gateNextCall(dataPlane, 'buildDatabase', () =>
+      buildDatabase(serverId!, physical, { sharded: false }),
+    );
+    try {
+      const slow = lifecycle.provision(id);
+      slow.catch(() => undefined);
+      await build.started;
+      // ...its database is deleted, due at once (as an abandoned instant database is), and its lock
+      // session is lost (the server dropped it): the finalization takes the lock and has nothing to drop.
+      await t.app.get(DatabasesService).deleteNowIfIn(id, workspaceId);
+      await loseLockSession(`database:${physical}`);
+      await eventually(async () => {
+        await lifecycle.finalize(id).catch(() => false);
+        return (await databaseRow(t, id)).finalized;
+      });
+      // Then the build makes the database after all.
+      build.release();
+      await slow;
+    } finally {
+      build.release();
+      build.restore();
+    }
+    expect(await databaseRow(t, id)).toMatchObject({ status: 'REQUESTED', finalized: expect.any(Date) });
+    expect(await physicalDatabaseExists(physical)).toBe(false);
+    expect(await roleExists(`${physical}_owner`)).toBe(false);
+  });
+
   it('runs a provisioning job twice harmlessly', async () => {
     const db = await createReadyDatabase(t, auth, slug);
     const before = await databaseRow(t, db.id);
@@ -852,5 +975,47 @@ describe('a region whose data plane cannot be reached', () => {
     expect(body.status).toBe('REQUESTED');
     expect(body.dbHost).toBeUndefined();
     expect(JSON.stringify(body)).not.toContain('wrong-password');
+  });
+
+  it("re-enqueues a lost build on another server while the unreachable server's builds would fill the sweep's batch", async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    const workspace = await createWorkspace(t, auth);
+    // More builds owed to the unreachable server, all older, than a pass of the sweep takes (500).
+    await t.dataSource.query(
+      `INSERT INTO databases (workspace_id, name, region, server_id, sharded, status, physical_name, created)
+       SELECT $1, 'stuck_' || g, 'AWS_EU_CENTRAL_1', (SELECT id FROM data_plane_servers WHERE region = 'AWS_EU_CENTRAL_1'),
+              false, 'REQUESTED', 'stuck' || replace(gen_random_uuid()::text, '-', ''),
+              now() - interval '1 hour' + g * interval '1 ms'
+         FROM generate_series(1, 600) g`,
+      [workspace.id],
+    );
+    // A create in the reachable region whose job is lost.
+    const lifecycle = t.app.get(DatabaseLifecycle);
+    const lost = gateNextCall(lifecycle, 'provision', () => undefined);
+    const name = `us_${unique()}`;
+    let id: string;
+    try {
+      id = (
+        await t.http
+          .post(`/workspaces/${workspace.slug}/databases`)
+          .set(auth)
+          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
+          .expect(201)
+      ).body.id;
+      await lost.started;
+    } finally {
+      lost.release();
+      lost.restore();
+    }
+    try {
+      await reconcile(t.app);
+      await waitForStatus(t, auth, workspace.slug, name, 'READY');
+    } finally {
+      await t.dataSource.query(
+        `UPDATE databases SET finalized = now() WHERE region = 'AWS_EU_CENTRAL_1' AND workspace_id = $1`,
+        [workspace.id],
+      );
+    }
+    expect((await databaseRow(t, id)).status).toBe('READY');
   });
 });
