@@ -447,7 +447,7 @@ export class DatabasesService {
 
   /**
    * The region's ACTIVE servers that can host sharded databases (the citus extension is
-   * installable). Servers this process counts as not answering are not asked while another is
+   * installable); 503, as for any create, when the region has no ACTIVE server. Servers this process counts as not answering are not asked while another is
    * (see ServerAnswers); the others are asked at once, and once one offers citus the check waits
    * at most SHARDING_ANSWER_GRACE_MS more for the rest: a server that does not answer never costs
    * the create its connect timeout while a healthy one offers citus (the late ones are left out of
@@ -455,6 +455,8 @@ export class DatabasesService {
    */
   private async serversOfferingSharding(dto: CreateDatabaseDto): Promise<Set<string>> {
     const active = await this.servers.activeIn(dto.region, true);
+    // No server takes new databases (drained, disabled): the fleet's state, not the request's.
+    if (!active.length) throw this.regionFull(dto.region, 0);
     const answering = active.filter((server) => this.dataPlane.answering(server.id));
     const asked = answering.length ? answering : active;
     const offering = new Set<string>();

@@ -259,8 +259,15 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       const disabled = await cli(['server:disable', '--id', second]);
       expect(disabled.json).toMatchObject({ id: second, state: 'DISABLED', maxDatabases: 3 });
       expect((await cli(['server:update', '--id', second, '--max-databases', '10'])).code).toBe(0);
-      // Room, but disabled: the region has no server to place a database on.
+      // Room, but disabled: the region has no server to place a database on, sharded or not.
       expect((await create()).status).toBe(503);
+      const sharded = await t.http
+        .post(path())
+        .set(auth)
+        .send({ databaseName: `sharded_${unique()}`, region: REGION, sharded: true });
+      expect(sharded.status).toBe(503);
+      expect(sharded.headers['retry-after']).toBeDefined();
+      expect(sharded.body).toMatchObject({ errorCode: 'db_creation_failure', statusCode: 503 });
     } finally {
       await cli(['server:activate', '--id', first]);
       await cli(['server:activate', '--id', second]);
