@@ -23,6 +23,8 @@ const DUPLICATE_OBJECT = '42710';
 const DUPLICATE_DATABASE = '42P04';
 const UNDEFINED_OBJECT = '42704';
 const INVALID_CATALOG_NAME = '3D000';
+/** A statement's wait for a lock ran out (lock_timeout). */
+const LOCK_NOT_AVAILABLE = '55P03';
 /** DROP ROLE of a role something still depends on (a privilege granted to it, an object it owns). */
 const DEPENDENT_OBJECTS_STILL_EXIST = '2BP01';
 /** Two sessions creating the same role or database at once: the loser may see a catalog unique violation. */
@@ -150,7 +152,7 @@ export function isUnavailability(err: unknown): boolean {
   if (NETWORK_ERROR_CODES.has(code)) return true;
   // 08: connection exception, 53: insufficient resources, 57: operator intervention (57014 is
   // statement_timeout), 28: the admin login is refused, 55P03: lock_timeout.
-  if (/^(08|53|57|28)/.test(code) || code === '55P03') return true;
+  if (/^(08|53|57|28)/.test(code) || code === LOCK_NOT_AVAILABLE) return true;
   const message = err instanceof Error ? err.message : String(err);
   return /timeout|Connection terminated|connection.*(closed|ended)|not queryable/i.test(message);
 }
@@ -164,8 +166,10 @@ export class DataPlaneError extends Error {
   /**
    * Whether the server itself did not answer, which placement and the sweeps go by. Not when only
    * the one database refused the session (its CONNECTION LIMIT reached: the tenant holds all of its
-   * sessions), nor when the process's own pool had no connection free in time (isOwnPoolBusy): those
-   * are `unavailable` for the caller (503, retry later), yet the server answered.
+   * sessions), nor when a statement gave up waiting for a lock (lock_timeout, 55P03: a session, a
+   * tenant's own among them, holds what it needed), nor when the process's own pool had no connection
+   * free in time (isOwnPoolBusy): those are `unavailable` for the caller (503, retry later), yet the
+   * server answered.
    */
   readonly serverUnanswered: boolean;
 
@@ -178,7 +182,8 @@ export class DataPlaneError extends Error {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
     this.name = 'DataPlaneError';
     this.code = codeOf(cause);
-    this.serverUnanswered = unavailable && !isDatabaseFull(cause) && !isOwnPoolBusy(cause);
+    this.serverUnanswered =
+      unavailable && !isDatabaseFull(cause) && this.code !== LOCK_NOT_AVAILABLE && !isOwnPoolBusy(cause);
   }
 }
 

@@ -6,7 +6,8 @@ import { DataPlaneError } from './data-plane.service';
 
 /**
  * An outage of one data-plane server is not bad input (habit 17): 503 with the error body, naming
- * the region whose server did not answer, and Retry-After. So is the metadata database failing
+ * the region whose server did not answer (or was too busy to do it: see
+ * DataPlaneError.serverUnanswered), and Retry-After. So is the metadata database failing
  * before the data plane was reached (looking up the server). Null when `err` is neither (the caller
  * answers as it would for any other failure).
  */
@@ -14,7 +15,9 @@ export function dataPlaneUnavailable(code: ErrorCode, err: unknown, what: string
   let message: string;
   if (err instanceof DataPlaneError) {
     if (!err.unavailable) return null;
-    message = `${what}: a data-plane server of region ${err.region} is not answering; nothing was changed, retry later`;
+    message = err.serverUnanswered
+      ? `${what}: a data-plane server of region ${err.region} is not answering; nothing was changed, retry later`
+      : `${what}: the data-plane server of region ${err.region} is busy (the database's sessions, or its locks, or this service's connections to it); retry later`;
   } else if (isDependencyOutage(err)) {
     message = `${what}: a service it needs is unavailable; retry later`;
   } else {

@@ -3,6 +3,7 @@ import { untilAsleep, withFailingRows, withSlowRows } from '../support/slow-rows
 import { createDeveloperWithToken, reconcile, TestApp } from '../support/test-app';
 import {
   Auth,
+  connectAs,
   createAppWithUnbuildableEuRegion,
   createReadyDatabase,
   createWorkspace,
@@ -137,6 +138,49 @@ describe('deleting a credential', () => {
     expect((await listed()).map((c) => c.id)).not.toEqual(expect.arrayContaining([unanswered.id]));
     expect((await listed()).map((c) => c.id)).not.toEqual(expect.arrayContaining([refused.id]));
   });
+
+  it('waits out a lock a sibling session holds on what the credential owns (503, the server still answering), and the sweep drops other credentials of the server meanwhile', async () => {
+    const dataPlane = t.app.get(DataPlane);
+    const serverId = await serverIdOf(t);
+    const owning = await issue();
+    const sibling = await issue();
+    // A table the credential's own role owns (not the owner role: it set its role back first),
+    // readable by its siblings, one of which holds a lock on it in an open transaction.
+    await queryAs(
+      db.dbHost!,
+      owning.id,
+      owning.password,
+      `SET ROLE NONE; CREATE TABLE held (x int); GRANT SELECT ON held TO PUBLIC`,
+    );
+    const holder = await connectAs(db.dbHost!, sibling.id, sibling.password);
+    const otherDb = await createReadyDatabase(t, auth, slug);
+    const other = (await t.http.post(`/workspaces/${slug}/databases/${otherDb.name}/credentials`).set(auth).expect(200))
+      .body as Issued;
+    try {
+      await holder.query('BEGIN; SELECT * FROM held');
+      const res = await t.http.delete(`${path()}/${owning.id}`).set(auth);
+      expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBe('5');
+      expect(res.body).toMatchObject({ errorCode: 'credential_propagation_failure', statusCode: 503 });
+      expect(res.body.message).not.toMatch(/not answering|nothing was changed/);
+      // The server answered (it refused the wait): placement and the sweeps keep it.
+      expect(dataPlane.answering(serverId)).toBe(true);
+      await expect(queryAs(db.dbHost!, owning.id, owning.password, 'SELECT 1')).rejects.toThrow();
+
+      // Another credential of the server is overdue: the sweep, failing on the first, drops it.
+      await t.dataSource.query('UPDATE credentials SET expires_at = now() WHERE id = $1', [other.id]);
+      await reconcile(t.app);
+      expect(await roleExists(other.id)).toBe(false);
+      expect((await row(other.id)).dropped).not.toBeNull();
+      expect(await roleExists(owning.id)).toBe(true);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    await reconcile(t.app);
+    expect(await roleExists(owning.id)).toBe(false);
+    expect((await row(owning.id)).dropped).not.toBeNull();
+  }, 60000);
 
   it('keeps an earlier expiry a rotation set when it records its wish', async () => {
     const old = await issue();
