@@ -853,15 +853,27 @@ export class DataPlane implements OnApplicationShutdown {
     const adminDatabase = decodeURIComponent(new URL(t.url).pathname.replace(/^\//, '')) || 'postgres';
     try {
       await this.withAdmin(t, async (db) => {
-        const { rows } = await db.query<{ datname: string }>(
-          `SELECT datname FROM pg_database
-            WHERE datname = ANY($1) AND datallowconn AND has_database_privilege('public', oid, 'CONNECT')`,
-          [['postgres', 'template1', adminDatabase]],
-        );
-        for (const { datname } of rows) {
+        const openToPublic = async () =>
+          (
+            await db.query<{ datname: string }>(
+              `SELECT datname FROM pg_database
+                WHERE datname = ANY($1) AND datallowconn AND has_database_privilege('public', oid, 'CONNECT')`,
+              [['postgres', 'template1', adminDatabase]],
+            )
+          ).rows.map((r) => r.datname);
+        const open = await openToPublic();
+        for (const datname of open) {
           const d = db.escapeIdentifier(datname);
           await db.query(`GRANT CONNECT ON DATABASE ${d} TO CURRENT_USER`);
           await db.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${d} FROM PUBLIC`);
+        }
+        // An admin that is no superuser and does not own them is only warned by PostgreSQL.
+        const still = open.length ? await openToPublic() : [];
+        if (still.length) {
+          this.logger.warn(
+            { region: t.region, serverId: t.id, databases: still },
+            `the server's shared databases stay open to PUBLIC (the admin role may not close them): credentials can connect there, and one holding template1 open blocks CREATE DATABASE; as a superuser run REVOKE CONNECT, TEMPORARY ON DATABASE ${still.map((d) => db.escapeIdentifier(d)).join(', ')} FROM PUBLIC`,
+          );
         }
       });
     } catch (err) {

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
@@ -12,6 +13,7 @@ import {
   connectAs,
   queryAs,
   nonSuperuserAdmin,
+  unique,
 } from './support';
 
 /**
@@ -202,5 +204,52 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
     expect(await physicalDatabaseExists(physical)).toBe(false);
     expect(await roleExists(kept.id)).toBe(false);
     expect(await roleExists(`${physical}_owner`)).toBe(false);
+  });
+});
+
+/**
+ * README: by default PUBLIC's CONNECT on the server's shared databases is revoked. An admin that is
+ * no superuser and does not own them may not revoke it (PostgreSQL only warns), so the operator is
+ * told, naming them, instead of the service counting them as closed.
+ */
+describe('shared databases a non-superuser admin may not close to PUBLIC', () => {
+  const shared = `${process.env.DATA_PLANE_NAME_PREFIX}shared_${unique()}`;
+  let dropAdmin: () => Promise<void>;
+  let t: TestApp | undefined;
+
+  beforeAll(async () => {
+    await onDataPlane((db) => db.query(`CREATE DATABASE ${db.escapeIdentifier(shared)}`));
+    const admin = await nonSuperuserAdmin();
+    dropAdmin = admin.drop;
+    // Its admin URL names a database of the operator's, open to PUBLIC (as a fresh one is).
+    const url = new URL(admin.url);
+    url.pathname = `/${shared}`;
+    t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '0', DATA_PLANE_URL: url.toString() });
+  }, 120000);
+
+  afterAll(async () => {
+    await t?.close();
+    await dropAdmin?.();
+    await onDataPlane((db) => db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(shared)} WITH (FORCE)`));
+  });
+
+  it('warns the operator, naming them, and builds databases as usual', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      const auth = (await createDeveloperWithToken(t!.app)).auth;
+      const { slug } = await createWorkspace(t!, auth);
+      await createReadyDatabase(t!, auth, slug);
+      const warned = warn.mock.calls.filter(([entry]) => JSON.stringify(entry).includes(shared));
+      expect(warned).toHaveLength(1);
+      expect(warned[0][1]).toMatch(/stay open to PUBLIC.*REVOKE CONNECT, TEMPORARY/);
+    } finally {
+      warn.mockRestore();
+    }
+    const open = await onDataPlane((db) =>
+      db.query("SELECT has_database_privilege('public', oid, 'CONNECT') AS open FROM pg_database WHERE datname = $1", [
+        shared,
+      ]),
+    );
+    expect(open.rows).toEqual([{ open: true }]);
   });
 });
