@@ -27,6 +27,7 @@ import {
   runDatabases,
   unique,
   waitForStatus,
+  createWithLostBuild,
 } from './support';
 
 const WORKSPACE_BODY = { id: expect.any(String), name: expect.any(String), slug: expect.any(String) };
@@ -810,25 +811,9 @@ describe('database lifecycle jobs', () => {
   });
 
   it('builds a database deleted before its build ran: it works until its deletion is due', async () => {
-    const lifecycle = t.app.get(DatabaseLifecycle);
-    // Its build job runs and does nothing (as a job lost with Redis would not run at all).
-    const lost = gateNextCall(lifecycle, 'provision', () => undefined);
     const name = `early_${unique()}`;
-    let id: string;
-    try {
-      id = (
-        await t.http
-          .post(`/workspaces/${slug}/databases`)
-          .set(auth)
-          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
-          .expect(201)
-      ).body.id;
-      await lost.started;
-      await t.http.delete(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200);
-    } finally {
-      lost.release();
-      lost.restore();
-    }
+    const id = await createWithLostBuild(t, auth, slug, name);
+    await t.http.delete(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200);
     expect((await databaseRow(t, id)).status).toBe('REQUESTED');
 
     // The sweep takes up the build it is owed, deleted or not.
@@ -850,23 +835,9 @@ describe('database lifecycle jobs', () => {
 
   it('never builds a database whose deletion came due before its build ran; its finalization is all it gets', async () => {
     const lifecycle = t.app.get(DatabaseLifecycle);
-    const lost = gateNextCall(lifecycle, 'provision', () => undefined);
     const name = `due_${unique()}`;
-    let id: string;
-    try {
-      id = (
-        await t.http
-          .post(`/workspaces/${slug}/databases`)
-          .set(auth)
-          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
-          .expect(201)
-      ).body.id;
-      await lost.started;
-      await t.http.delete(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200);
-    } finally {
-      lost.release();
-      lost.restore();
-    }
+    const id = await createWithLostBuild(t, auth, slug, name);
+    await t.http.delete(`/workspaces/${slug}/databases/${name}`).set(auth).expect(200);
     await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [id]);
     const buildDatabase = jest.spyOn(t.app.get(DataPlane), 'buildDatabase');
     try {
@@ -884,23 +855,8 @@ describe('database lifecycle jobs', () => {
   it('drops what a build that lost its lock session made when its database was finalized meanwhile', async () => {
     const lifecycle = t.app.get(DatabaseLifecycle);
     const dataPlane = t.app.get(DataPlane);
-    // Its build job does nothing: the build below is run by hand, to be held at its start.
-    const lost = gateNextCall(lifecycle, 'provision', () => undefined);
-    const name = `late_${unique()}`;
-    let id: string;
-    try {
-      id = (
-        await t.http
-          .post(`/workspaces/${slug}/databases`)
-          .set(auth)
-          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
-          .expect(201)
-      ).body.id;
-      await lost.started;
-    } finally {
-      lost.release();
-      lost.restore();
-    }
+    // Its build job is lost: the build below is run by hand, to be held at its start.
+    const id = await createWithLostBuild(t, auth, slug, `late_${unique()}`);
     const { server_id: serverId, physical_name: physical, workspace_id: workspaceId } = await databaseRow(t, id);
     const buildDatabase = dataPlane.buildDatabase.bind(dataPlane);
     // The build is slow (CREATE DATABASE waiting for a checkpoint)...
@@ -990,23 +946,8 @@ describe('a region whose data plane cannot be reached', () => {
       [workspace.id],
     );
     // A create in the reachable region whose job is lost.
-    const lifecycle = t.app.get(DatabaseLifecycle);
-    const lost = gateNextCall(lifecycle, 'provision', () => undefined);
     const name = `us_${unique()}`;
-    let id: string;
-    try {
-      id = (
-        await t.http
-          .post(`/workspaces/${workspace.slug}/databases`)
-          .set(auth)
-          .send({ databaseName: name, region: 'AWS_US_WEST_2' })
-          .expect(201)
-      ).body.id;
-      await lost.started;
-    } finally {
-      lost.release();
-      lost.restore();
-    }
+    const id = await createWithLostBuild(t, auth, workspace.slug, name);
     try {
       await reconcile(t.app);
       await waitForStatus(t, auth, workspace.slug, name, 'READY');

@@ -1,4 +1,6 @@
 import type { DatabaseRow } from '../../src/databases/database-rows';
+import { provisionJobId } from '../../src/databases/database-jobs';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
@@ -222,4 +224,28 @@ export async function nonSuperuserAdmin(): Promise<{ role: string; url: string; 
       await db.query(`DROP ROLE ${a}`);
     }).catch(() => undefined);
   return { role, url: url.toString(), drop };
+}
+
+/**
+ * Creates a database whose build job is lost (as with Redis flushed after the create): the process's
+ * queue takes no job meanwhile, and the create's job is removed before it could run. Its id.
+ */
+export async function createWithLostBuild(
+  t: TestApp,
+  auth: Auth,
+  slug: string,
+  name: string,
+  region = 'AWS_US_WEST_2',
+) {
+  const queue = t.app.get(JobDispatcher).queue('database-lifecycle');
+  await queue.pause(true);
+  try {
+    const res = await t.http.post(`/workspaces/${slug}/databases`).set(auth).send({ databaseName: name, region });
+    expect(res.status).toBe(201);
+    const id = (res.body as { id: string }).id;
+    await (await queue.getJob(provisionJobId(id)))?.remove();
+    return id;
+  } finally {
+    await queue.resume(true);
+  }
 }
