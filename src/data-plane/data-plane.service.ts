@@ -23,6 +23,8 @@ const DUPLICATE_OBJECT = '42710';
 const DUPLICATE_DATABASE = '42P04';
 const UNDEFINED_OBJECT = '42704';
 const INVALID_CATALOG_NAME = '3D000';
+/** Why background work on a server this process heard did not answer lately fails at once (see DataPlane.exclusively). */
+const NOT_ANSWERING_LATELY = 'the data-plane server did not answer lately; left for a later attempt';
 /** A statement's wait for a lock ran out (lock_timeout). */
 const LOCK_NOT_AVAILABLE = '55P03';
 /** DROP ROLE of a role something still depends on (a privilege granted to it, an object it owns). */
@@ -767,18 +769,31 @@ export class DataPlane implements OnApplicationShutdown {
    * turns across processes without any metadata lock open during data-plane calls. Takes the lock
    * or gives up at once (undefined): the run holding it finishes the work. If the server stops
    * answering, the lock goes with its session.
+   *
+   * `job`: the work of a job, which shares the process's job slots with other servers' jobs. On a
+   * server this process heard did not answer lately (ServerAnswers), one such call at a time, at
+   * most every few seconds, asks again; the others fail at once (a DataPlaneError saying the server
+   * does not answer; the job retries later) instead of each holding a slot for the connect timeout
+   * while other servers' builds wait. The reconciler's sweeps ask anyway: they make one call per
+   * server and pass (see UnansweringServers), and the first pass after a server is back finishes
+   * its work.
    */
-  async exclusively<T>(serverId: string, key: string, work: () => Promise<T>): Promise<T | undefined> {
+  async exclusively<T>(
+    serverId: string,
+    key: string,
+    work: () => Promise<T>,
+    options: { job?: boolean } = {},
+  ): Promise<T | undefined> {
     const target = await this.servers.target(serverId);
-    let lock: PoolClient;
-    try {
-      lock = await this.lockPool(target).connect();
-    } catch (err) {
-      throw this.failed(target, err);
+    const asking = !!options.job && !this.answers.answering(target.id);
+    if (asking && !this.answers.startAsking(target.id)) {
+      throw new DataPlaneError(target.region, target.id, true, new Error(NOT_ANSWERING_LATELY));
     }
+    let lock: PoolClient | undefined;
     let broken: Error | undefined;
     try {
       try {
+        lock = await this.lockPool(target).connect();
         const { rows } = await lock.query<{ locked: boolean }>(
           'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
           [key],
@@ -786,8 +801,10 @@ export class DataPlane implements OnApplicationShutdown {
         this.answers.answered(target.id);
         if (!rows[0]?.locked) return undefined;
       } catch (err) {
-        broken = err instanceof Error ? err : new Error(String(err));
+        if (lock) broken = err instanceof Error ? err : new Error(String(err));
         throw this.failed(target, err);
+      } finally {
+        if (asking) this.answers.doneAsking(target.id);
       }
       try {
         return await work();
@@ -800,7 +817,7 @@ export class DataPlane implements OnApplicationShutdown {
         }
       }
     } finally {
-      lock.release(broken);
+      lock?.release(broken);
     }
   }
 

@@ -20,7 +20,7 @@ export class DatabaseLifecycleProcessor {
 
   @Process(DatabaseJobs.FinalizeDeletion)
   async finalize(job: Job<DatabaseJobData>): Promise<void> {
-    await this.lifecycle.finalize(job.data.databaseId);
+    await this.lifecycle.finalize(job.data.databaseId, new Date(), { job: true });
   }
 
   @Process(DatabaseJobs.RefillPool)

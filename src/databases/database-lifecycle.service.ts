@@ -93,14 +93,19 @@ export class DatabaseLifecycle implements OnModuleInit {
     }
     let outcome: Outcome | 'misplaced' | undefined;
     try {
-      outcome = await this.dataPlane.exclusively(where.serverId, lockKey(where), async () => {
-        // Read under the lock: another run may have built or finalized it meanwhile.
-        const current = await this.databases.readById(databaseId);
-        if (!unbuilt(current)) return { ok: true };
-        const actual = placementOf(current);
-        if (actual.serverId !== where.serverId || actual.physicalName !== where.physicalName) return 'misplaced';
-        return this.build(current);
-      });
+      outcome = await this.dataPlane.exclusively(
+        where.serverId,
+        lockKey(where),
+        async () => {
+          // Read under the lock: another run may have built or finalized it meanwhile.
+          const current = await this.databases.readById(databaseId);
+          if (!unbuilt(current)) return { ok: true };
+          const actual = placementOf(current);
+          if (actual.serverId !== where.serverId || actual.physicalName !== where.physicalName) return 'misplaced';
+          return this.build(current);
+        },
+        { job: true },
+      );
     } catch (error) {
       // The server could not even be reached for the lock: recorded like a failed build.
       const row = await this.databases.readById(databaseId);
@@ -196,11 +201,16 @@ export class DatabaseLifecycle implements OnModuleInit {
    */
   private async removeHalfMade(row: DatabaseEntity): Promise<void> {
     try {
-      await this.dataPlane.exclusively(serverOf(row), lockKey(row), async () => {
-        const current = await this.databases.readById(row.id);
-        if (current && !current.finalized && current.status === DatabaseStatus.Ready) return;
-        await this.dataPlane.dropDatabase(serverOf(row), row.physicalName);
-      });
+      await this.dataPlane.exclusively(
+        serverOf(row),
+        lockKey(row),
+        async () => {
+          const current = await this.databases.readById(row.id);
+          if (current && !current.finalized && current.status === DatabaseStatus.Ready) return;
+          await this.dataPlane.dropDatabase(serverOf(row), row.physicalName);
+        },
+        { job: true },
+      );
     } catch (cleanup) {
       this.logger.error({ databaseId: row.id, err: messageOf(cleanup) }, 'could not remove a half-made database');
     }
@@ -212,23 +222,29 @@ export class DatabaseLifecycle implements OnModuleInit {
    * compute), and marks the row finalized; the row stays as a tombstone for billing history.
    * Returns false when there was nothing (yet) to do. Idempotent. The drop runs under the
    * database's data-plane lock (see provision) with no metadata transaction open; the bookkeeping
-   * follows in one short transaction with the row locked.
+   * follows in one short transaction with the row locked. `job`: run by its job (see
+   * DataPlane.exclusively).
    */
-  async finalize(databaseId: string, now = new Date()): Promise<boolean> {
+  async finalize(databaseId: string, now = new Date(), options: { job?: boolean } = {}): Promise<boolean> {
     const due = (row: DatabaseEntity | null): row is DatabaseEntity =>
       !!row?.deleted && !row.finalized && !(row.deletionDueAt && row.deletionDueAt.getTime() > now.getTime());
     const row = await this.databases.findById(databaseId);
     if (!due(row)) return false;
-    const done = await this.dataPlane.exclusively(serverOf(row), lockKey(row), async () => {
-      if (!due(await this.databases.findById(databaseId))) return false;
-      await this.dataPlane.dropDatabase(serverOf(row), row.physicalName);
-      return this.locked(databaseId, async (current) => {
-        if (!due(current)) return false;
-        await this.finalizers.runAll(current);
-        await this.databases.markFinalized(current.id, new Date());
-        return true;
-      });
-    });
+    const done = await this.dataPlane.exclusively(
+      serverOf(row),
+      lockKey(row),
+      async () => {
+        if (!due(await this.databases.findById(databaseId))) return false;
+        await this.dataPlane.dropDatabase(serverOf(row), row.physicalName);
+        return this.locked(databaseId, async (current) => {
+          if (!due(current)) return false;
+          await this.finalizers.runAll(current);
+          await this.databases.markFinalized(current.id, new Date());
+          return true;
+        });
+      },
+      options,
+    );
     if (done === undefined) {
       throw new Error(`database ${databaseId} is being worked on by another run; finalization will retry`);
     }

@@ -198,7 +198,7 @@ export class WarmPool {
    * `work` run on their own (a refill job carries no transaction).
    */
   private async exclusively(serverId: string, work: () => Promise<void>): Promise<void> {
-    await this.dataPlane.exclusively(serverId, `warm-pool-refill:${serverId}`, work);
+    await this.dataPlane.exclusively(serverId, `warm-pool-refill:${serverId}`, work, { job: true });
   }
 
   private async build(entry: PooledDatabaseEntity): Promise<void> {

@@ -1,0 +1,80 @@
+import { DataPlaneServers } from '../../src/data-plane/data-plane-servers.service';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { DatabaseStatus } from '../../src/databases/database.entity';
+import { Auth, createWorkspace, databaseRow, serverIdOf, unique, waitForStatus } from '../databases/support';
+import { secondDataPlaneUrl } from '../support/second-data-plane';
+import { TcpRelay } from '../support/tcp-relay';
+import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
+
+const REGION = 'AWS_US_WEST_2';
+const CONNECT_TIMEOUT_MS = 3000;
+
+/**
+ * Builds, finalizations, refills and compute changes of every server share a process's job slots.
+ * Once a server is known not to answer, its jobs fail at once (retried later) instead of each
+ * holding a slot for the connect timeout, so builds on other servers keep their pace; one job at a
+ * time still asks the stalled server, and finds it back.
+ */
+describe("a stalled data-plane server's jobs", () => {
+  let t: TestApp;
+  let link: TcpRelay;
+  let auth: Auth;
+  let slug: string;
+  let first: string;
+  let second: string;
+
+  beforeAll(async () => {
+    link = await TcpRelay.inFrontOf(secondDataPlaneUrl());
+    t = await createIsolatedTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATABASE_DELETION_GRACE_SECONDS: '3600',
+      DATA_PLANE_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
+      JOB_BACKOFF_MS: '500',
+    });
+    auth = (await createDeveloperWithToken(t.app)).auth;
+    slug = (await createWorkspace(t, auth)).slug;
+    first = await serverIdOf(t, REGION);
+    second = (await t.app.get(DataPlaneServers).add({ region: REGION, url: link.through(secondDataPlaneUrl()) })).id;
+  }, 120000);
+
+  afterAll(async () => {
+    link?.resume();
+    await t?.close();
+    await link?.down();
+  });
+
+  const create = (name = `s_${unique()}`) =>
+    t.http.post(`/workspaces/${slug}/databases`).set(auth).send({ databaseName: name, region: REGION }).expect(201);
+
+  it('do not hold up the builds of other servers, and build once the server answers again', async () => {
+    // Every new database goes to the second server while the first is full; then it stalls.
+    await t.dataSource.query('UPDATE data_plane_servers SET max_databases = 0 WHERE id = $1', [first]);
+    await link.stall();
+    const stalled: string[] = [];
+    for (let i = 0; i < 12; i++) stalled.push((await create()).body.id as string);
+    for (const id of stalled) expect((await databaseRow(t, id)).server_id).toBe(second);
+    const dataPlane = t.app.get(DataPlane);
+    await eventually(() => Promise.resolve(!dataPlane.answering(second)), 3 * CONNECT_TIMEOUT_MS);
+
+    // A database on the first server is built at its usual pace (well under the stalled server's
+    // builds waiting their connect timeouts in turn: 12 of them, 3 at a time, take 4 × 3 s).
+    await t.dataSource.query('UPDATE data_plane_servers SET max_databases = 100 WHERE id = $1', [first]);
+    const name = `h_${unique()}`;
+    const started = Date.now();
+    const healthy = (await create(name)).body as { id: string };
+    expect((await databaseRow(t, healthy.id)).server_id).toBe(first);
+    await eventually(
+      async () => (await databaseRow(t, healthy.id)).status === DatabaseStatus.Ready,
+      4 * CONNECT_TIMEOUT_MS,
+      50,
+    );
+    expect(Date.now() - started).toBeLessThan(2 * CONNECT_TIMEOUT_MS);
+
+    // The server answers again: its builds are done (a later attempt, or the reconciler's).
+    link.resume();
+    for (const id of stalled) {
+      await eventually(async () => (await databaseRow(t, id)).status === DatabaseStatus.Ready, 60000, 200);
+    }
+    await waitForStatus(t, auth, slug, name, 'READY');
+  }, 120000);
+});
