@@ -2,12 +2,15 @@ import { createBullBoard } from '@bull-board/api';
 import { BullAdapter } from '@bull-board/api/bullAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Request } from 'express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import basicAuth from 'express-basic-auth';
 import helmet from 'helmet';
 import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { Logger } from 'nestjs-pino';
 import { REQUIRED_SCOPE_EXTENSION } from './auth/required-scope';
+import { answerClientErrors } from './common/http/client-errors';
 import { AppConfig } from './config/app-config';
 import { installHttpMetrics, installMetricsEndpoint } from './observability/metrics-endpoint';
 import { limitOperatorAttempts } from './observability/operator-auth';
@@ -84,7 +87,14 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
       contentSecurityPolicy: { directives: { 'form-action': ["'self'", 'http:', 'https:'] } },
     }),
   );
-  app.useBodyParser('json', { limit: config.env.BODY_LIMIT_BYTES });
+  answerClientErrors(app.getHttpServer());
+  // A GET's (or HEAD's) body has no meaning (RFC 9110) and no route reads one: it is not parsed, so
+  // a malformed one is not refused either.
+  app.useBodyParser('json', {
+    limit: config.env.BODY_LIMIT_BYTES,
+    type: (req: IncomingMessage) =>
+      req.method !== 'GET' && req.method !== 'HEAD' && !!(req as Request).is('application/json'),
+  });
   // Forms are read only on the routes that take them (FormBody); JsonBodyOfAnyType reads the rest.
 
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), {

@@ -1,4 +1,27 @@
+import { connect, type AddressInfo } from 'node:net';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
+
+/** Sends `raw` as it is over a TCP connection and reads the answer until the server closes it. */
+function rawRequest(
+  port: number,
+  raw: string,
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(raw));
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head, ...rest] = answer.split('\r\n\r\n');
+      const [statusLine, ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') });
+    });
+  });
+}
 
 describe('error bodies of the HTTP layer', () => {
   let t: TestApp;
@@ -50,6 +73,67 @@ describe('error bodies of the HTTP layer', () => {
     expect(res.body.message).toMatch(/name/);
     const unknown = await t.http.post('/workspaces').set(auth).send({ name: 'ok', color: 'red' }).expect(400);
     expect(unknown.body.message).toMatch(/color/);
+  });
+
+  it('ignores the body of a GET, well-formed or not (it has no meaning there)', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    for (const body of ['{bad', '{"any": "thing"}']) {
+      const res = await t.http.get('/workspaces').set(auth).set('Content-Type', 'application/json').send(body);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual([]);
+    }
+  });
+
+  it('answers a body in a charset it does not read with 415 naming it, and a body its encoding does not decode with 400', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    const charset = await t.http
+      .post('/workspaces')
+      .set(auth)
+      .set('Content-Type', 'application/json; charset=latin1')
+      .send('{"name": "x"}');
+    expect(charset.status).toBe(415);
+    expect(charset.body).toEqual({
+      errorCode: 'bad_request',
+      message: 'unsupported charset "LATIN1"',
+      statusCode: 415,
+    });
+    const gzip = await t.http
+      .post('/workspaces')
+      .set(auth)
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'gzip')
+      .send('{"name": "x"}');
+    expect(gzip.status).toBe(400);
+    expect(gzip.body).toEqual({
+      errorCode: 'bad_request',
+      message: 'The request body could not be decoded as its Content-Encoding (gzip) says',
+      statusCode: 400,
+    });
+  });
+
+  it("answers what Node's HTTP parser refuses (a request line too long, a malformed request) with the error body", async () => {
+    const server = t.app.getHttpServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const tooLong = await rawRequest(port, `GET /workspaces?limit=${'9'.repeat(20000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      expect(tooLong.status).toBe(431);
+      expect(tooLong.headers['content-type']).toMatch(/^application\/json/);
+      expect(JSON.parse(tooLong.body)).toEqual({
+        errorCode: 'bad_request',
+        message: 'The request line or headers are too large',
+        statusCode: 431,
+      });
+      const malformed = await rawRequest(port, 'GET / HTTP/1.1\r\nHost x\r\n\r\n');
+      expect(malformed.status).toBe(400);
+      expect(JSON.parse(malformed.body)).toEqual({
+        errorCode: 'bad_request',
+        message: 'Malformed HTTP request',
+        statusCode: 400,
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('echoes a caller-supplied X-Request-Id and generates one otherwise', async () => {

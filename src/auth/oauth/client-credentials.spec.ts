@@ -52,4 +52,15 @@ describe('client authentication at the token endpoint', () => {
     });
     expect(errorOf(() => presentedClient(undefined, {}))).toMatchObject({ error: 'invalid_client', status: 401 });
   });
+
+  it('tells Basic credentials that are not base64 from another scheme', () => {
+    expect(errorOf(() => presentedClient('Basic !!!', {}))).toMatchObject({
+      error: 'invalid_client',
+      message: 'Malformed Basic credentials',
+      status: 401,
+    });
+    expect(errorOf(() => presentedClient('Bearer x', {}))).toMatchObject({
+      message: 'The Authorization header must use the Basic scheme',
+    });
+  });
 });

@@ -34,8 +34,11 @@ export function presentedClient(header: string | undefined, form: Record<string,
   const bodyId = form.client_id || undefined;
   const bodySecret = form.client_secret || undefined;
   if (header) {
+    if (!/^Basic(\s|$)/i.test(header)) {
+      throw tokenError('invalid_client', 'The Authorization header must use the Basic scheme');
+    }
     const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-    if (!match) throw tokenError('invalid_client', 'The Authorization header must use the Basic scheme');
+    if (!match) throw tokenError('invalid_client', 'Malformed Basic credentials');
     const decoded = Buffer.from(match[1], 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw tokenError('invalid_client', 'Malformed Basic credentials');

@@ -119,6 +119,15 @@ export class AllExceptionsFilter implements ExceptionFilter {
       : typeof detail === 'string' && detail
         ? detail
         : exception.message;
+    // A body its Content-Encoding does not decode (zlib's own error, which Nest hides as "Bad Request").
+    if (status === 400 && /^Z_/.test((exception.cause as { code?: string } | undefined)?.code ?? '')) {
+      const encoding = String(req.headers['content-encoding'] ?? '');
+      return body(
+        ErrorCode.BadRequest,
+        `The request body could not be decoded as its Content-Encoding (${encoding}) says`,
+        status,
+      );
+    }
     switch (status) {
       case 404: // not found
         return body(
