@@ -104,9 +104,10 @@ export class InsightsRepository {
   /**
    * Inserts the samples and adds their storage to each database's month for the sample's workspace
    * (the one holding the database when the pass began: after a claim, the claiming one), in one
-   * statement. A sample stands for the interval that ends at its moment, so its month is the one of
-   * the instant just before (the pass at 00:00Z on the 1st adds to the month that just ended). A
-   * sample already recorded (same database and moment) is skipped and adds nothing.
+   * statement. A sample stands for the interval that ends at its moment, so its seconds belong to the
+   * month(s) of that interval (the pass at 00:00Z on the 1st adds to the month that just ended; an
+   * interval across a month's start is split there), and a deleted database's end when its deletion
+   * was due. A sample already recorded (same database and moment) is skipped and adds nothing.
    * Answers how many samples were inserted.
    */
   async insertSamplesWithStorage(rows: NewSample[], at: Date): Promise<number> {
@@ -129,12 +130,27 @@ export class InsightsRepository {
            FROM input
          ON CONFLICT (database_id, sampled_at) DO NOTHING
          RETURNING database_id, workspace_id, size_bytes, observed_seconds
+       ), spans AS (
+         -- What each sample meters: the size over the seconds it observed, up to when a deleted
+         -- database's deletion was due (as its compute), however late its finalization.
+         SELECT i.database_id, i.workspace_id, i.size_bytes,
+                $2::timestamptz - make_interval(secs => i.observed_seconds) AS start,
+                least($2::timestamptz, coalesce(d.deletion_due_at, 'infinity')) AS stop
+           FROM inserted i JOIN databases d ON d.id = i.database_id
+          WHERE i.size_bytes IS NOT NULL
+       ), parts AS (
+         -- A span across the start of a month (UTC) is split there (a span is at most an interval,
+         -- an hour, so it crosses one at most): each month meters its own seconds.
+         SELECT s.database_id, s.workspace_id, s.size_bytes, p.lo, extract(epoch FROM p.hi - p.lo) AS seconds
+           FROM spans s
+           CROSS JOIN LATERAL (SELECT greatest(s.start, date_trunc('month', s.stop - interval '1 microsecond', 'UTC')) AS cut) m
+           CROSS JOIN LATERAL (VALUES (s.start, m.cut), (m.cut, s.stop)) AS p(lo, hi)
+          WHERE p.hi > p.lo
        ), stored AS (
          INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
-         SELECT database_id, to_char(($2::timestamptz - interval '1 microsecond') AT TIME ZONE 'UTC', 'YYYY-MM'),
-                workspace_id,
-                size_bytes::numeric * observed_seconds, observed_seconds
-           FROM inserted WHERE size_bytes IS NOT NULL
+         SELECT database_id, to_char(lo AT TIME ZONE 'UTC', 'YYYY-MM'), workspace_id,
+                round(size_bytes::numeric * seconds), round(seconds)
+           FROM parts
          ON CONFLICT (database_id, ym, workspace_id) DO UPDATE
             SET byte_seconds = database_storage_usage.byte_seconds + EXCLUDED.byte_seconds,
                 observed_seconds = database_storage_usage.observed_seconds + EXCLUDED.observed_seconds

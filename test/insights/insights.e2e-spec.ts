@@ -535,6 +535,67 @@ describe('telemetry passes driven by hand over a database of their own', () => {
     });
   }, 60000);
 
+  /** The database's storage rows: month → [byte-seconds, observed seconds]. */
+  async function storageOf(databaseId: string): Promise<Record<string, [string, string]>> {
+    const rows = await t.dataSource.query<{ ym: string; byte_seconds: string; observed_seconds: string }[]>(
+      'SELECT ym, byte_seconds::text, observed_seconds::text FROM database_storage_usage WHERE database_id = $1',
+      [databaseId],
+    );
+    return Object.fromEntries(rows.map((r) => [r.ym, [r.byte_seconds, r.observed_seconds]]));
+  }
+
+  async function sizeAt(databaseId: string, at: Date): Promise<bigint> {
+    const [row] = await t.dataSource.query<{ size_bytes: string }[]>(
+      'SELECT size_bytes::text FROM database_telemetry_samples WHERE database_id = $1 AND sampled_at = $2',
+      [databaseId, at],
+    );
+    return BigInt(row.size_bytes);
+  }
+
+  it("meter a deleted database's storage up to when its deletion was due, however late its finalization", async () => {
+    const { auth, slug, db, sampler, server } = await ownDatabase();
+    const t0 = new Date(Math.floor((Date.now() - 2 * 3_600_000) / MINUTE) * MINUTE);
+    const at = (minutes: number) => new Date(t0.getTime() + minutes * MINUTE);
+    await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+    // Due 20 s into the second minute; its finalization has not come (a job lost, a server slow).
+    await t.dataSource.query('UPDATE databases SET deleted = $2, deletion_due_at = $3 WHERE id = $1', [
+      db.id,
+      at(-60),
+      new Date(at(1).getTime() + 20_000),
+    ]);
+    for (const minute of [0, 1, 2, 3]) {
+      expect(await sampler.sampleServer(server, at(minute))).toMatchObject({ sampled: 1 });
+    }
+    // The minutes up to minutes 0 and 1 in full (a first sample spans one interval), 20 s of the
+    // one up to minute 2, nothing of the one up to minute 3.
+    const bytes = async (minute: number, seconds: bigint) => (await sizeAt(db.id, at(minute))) * seconds;
+    expect(await storageOf(db.id)).toEqual({
+      [t0.toISOString().slice(0, 7)]: [
+        ((await bytes(0, 60n)) + (await bytes(1, 60n)) + (await bytes(2, 20n))).toString(),
+        String(60 + 60 + 20),
+      ],
+    });
+  }, 60000);
+
+  it('split the storage of a span across the start of a month between the two months', async () => {
+    const { db, sampler, server } = await ownDatabase();
+    const now = new Date();
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const previousYm = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 7);
+    const ym = monthStart.toISOString().slice(0, 7);
+    // Passes 40 s before and 20 s after midnight (an interval that does not divide the day).
+    const before = new Date(monthStart.getTime() - 40_000);
+    const after = new Date(monthStart.getTime() + 20_000);
+    expect(await sampler.sampleServer(server, before)).toMatchObject({ sampled: 1 });
+    expect(await sampler.sampleServer(server, after)).toMatchObject({ sampled: 1 });
+    // The first sample spans one interval (60 s), all before midnight; the second 40 s before it, 20 after.
+    const [sizeBefore, sizeAfter] = [await sizeAt(db.id, before), await sizeAt(db.id, after)];
+    expect(await storageOf(db.id)).toEqual({
+      [previousYm]: [(sizeBefore * 60n + sizeAfter * 40n).toString(), '100'],
+      [ym]: [(sizeAfter * 20n).toString(), '20'],
+    });
+  }, 60000);
+
   it('meter the storage of the sample taken at 00:00Z on the 1st to the month its interval belongs to: the one that just ended', async () => {
     const { db, sampler, server } = await ownDatabase();
     const now = new Date();
