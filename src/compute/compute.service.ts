@@ -143,7 +143,9 @@ export class ComputeService {
 
   /**
    * Renames and/or resizes. A resize records the new desired size and enqueues the job; the answer
-   * is pending (202) until the instance runs at that size. Answers the database with `parent`.
+   * is pending (202) until the instance runs at that size. Answers the database with `parent`. A
+   * resize up (more connections or a higher hourly cost) needs a level with dedicated compute, as a
+   * create does; down is always allowed.
    */
   async update(
     workspace: WorkspaceEntity,
@@ -155,7 +157,8 @@ export class ComputeService {
       throw new ApiException(ErrorCode.BadRequest, 'Nothing to update: give instanceSize and/or instanceName');
     }
     const database = await this.databases.findOperable(workspace, databaseName);
-    const type = dto.instanceSize === undefined ? undefined : this.resolveType(await this.allTypes(), dto.instanceSize);
+    const types = await this.allTypes();
+    const type = dto.instanceSize === undefined ? undefined : this.resolveType(types, dto.instanceSize);
     const { instance, resized } = await this.txHost.withNewTransaction(async () => {
       // A size asked for may be a change that counts: the turn of the database's changes first, as a
       // create takes it (then the instance's row).
@@ -170,6 +173,10 @@ export class ComputeService {
       const changes: Partial<ComputeInstanceEntity> = {};
       if (dto.instanceName !== undefined && dto.instanceName !== row.name) changes.name = dto.instanceName;
       if (type && type.id !== row.desiredInstanceTypeId) {
+        const current = types.find((t) => t.id === row.desiredInstanceTypeId);
+        if (!current || type.connectionLimit > current.connectionLimit || type.hourlyCost > current.hourlyCost) {
+          await this.plans.assertDedicatedCompute(workspace.id, 'grow');
+        }
         await this.admitChange(database.id);
         changes.desiredInstanceTypeId = type.id;
       }

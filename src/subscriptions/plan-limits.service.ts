@@ -131,12 +131,18 @@ export class PlanLimits {
     );
   }
 
-  async assertDedicatedCompute(workspaceId: string): Promise<void> {
+  /**
+   * Refuses (403 feature_ineligible) adding dedicated compute (`add`), or making an instance bigger
+   * (`grow`), on a level without it. A workspace that changed to such a level keeps its instances,
+   * which it may still resize down, rename or delete.
+   */
+  async assertDedicatedCompute(workspaceId: string, what: 'add' | 'grow' = 'add'): Promise<void> {
     const plan = await this.planOf(workspaceId);
     if (!plan.dedicatedCompute) {
       throw new ApiException(
         ErrorCode.FeatureIneligible,
-        `The ${plan.level} plan does not include dedicated compute; change the subscription level to use it`,
+        `The ${plan.level} plan does not include dedicated compute; change the subscription level to use it` +
+          (what === 'grow' ? ' (an instance may still be resized down, renamed or deleted)' : ''),
         { status: 403 },
       );
     }

@@ -4,7 +4,7 @@ import { DatabaseEntity } from '../../src/databases/database.entity';
 import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
 import { createReadyDatabase, createWorkspace, databaseRow, unique } from '../databases/support';
 import { withSlowRows } from '../support/slow-rows';
-import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
+import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
 
 /** The documented defaults: FREE allows 3 databases and no dedicated compute; PRO is unlimited. */
 const DEFAULT_PLANS = {
@@ -123,8 +123,15 @@ describe('plan limits', () => {
       `The FREE plan allows 3 databases, and as many again queued for deletion (they keep their place until they are finalized); the first of the 6 queued was due to be finalized at ${late.toISOString()} and is finalized at the next reconciler pass that reaches its server`,
     );
 
-    // Once one is finalized, its place is free again.
-    await expect(t.app.get(DatabaseLifecycle).finalize(first[0])).resolves.toBe(true);
+    // Once one is finalized, its place is free again (its finalization waits for its build's turn,
+    // as the reconciler's would: a database deleted before it was built is still built).
+    await eventually(() =>
+      t.app
+        .get(DatabaseLifecycle)
+        .finalize(first[0])
+        .catch(() => false),
+    );
+    expect((await databaseRow(t, first[0])).finalized).not.toBeNull();
     expect((await create(ws.slug)).status).toBe(201);
     expect((await create(ws.slug)).status).toBe(403);
   });
@@ -148,6 +155,40 @@ describe('plan limits', () => {
 
     await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(200);
     await t.http.post(`/workspaces/${ws.slug}/databases/${db.name}/compute`).set(auth).send(body).expect(202);
+  });
+
+  it('after a change to FREE, lets an instance added on PRO be renamed, resized down or deleted, not resized up', async () => {
+    const ws = await createWorkspace(t, auth);
+    const db = await createReadyDatabase(t, auth, ws.slug);
+    await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'PRO' }).expect(200);
+    const compute = `/workspaces/${ws.slug}/databases/${db.name}/compute`;
+    const { instanceId } = (
+      await t.http.post(compute).set(auth).send({ instanceName: 'analytics', instanceSize: 'medium' }).expect(202)
+    ).body as { instanceId: string };
+    await t.http.put(`/workspaces/${ws.slug}/subscription`).set(auth).send({ level: 'FREE' }).expect(200);
+    const desired = async () =>
+      (
+        await t.dataSource.query<{ desired_instance_type_id: string }[]>(
+          'SELECT desired_instance_type_id FROM compute_instances WHERE id = $1',
+          [instanceId],
+        )
+      )[0].desired_instance_type_id;
+
+    const up = await t.http.put(`${compute}/${instanceId}`).set(auth).send({ instanceSize: 'xlarge' });
+    expect(up.status).toBe(403);
+    expect(up.body).toEqual({
+      errorCode: 'feature_ineligible',
+      message:
+        'The FREE plan does not include dedicated compute; change the subscription level to use it (an instance may still be resized down, renamed or deleted)',
+      statusCode: 403,
+    });
+    expect(await desired()).toBe('dc-medium');
+
+    await t.http.put(`${compute}/${instanceId}`).set(auth).send({ instanceName: 'renamed' }).expect(200);
+    const down = await t.http.put(`${compute}/${instanceId}`).set(auth).send({ instanceSize: 'small' });
+    expect(down.status).toBe(202);
+    expect(await desired()).toBe('dc-small');
+    await t.http.delete(`${compute}/${instanceId}`).set(auth).expect(202);
   });
 
   it('refuses credentials beyond the plan’s number per database, also when asked at once, and never refuses a rotation with delay 0', async () => {
