@@ -41,11 +41,13 @@ export class WorkspaceDevelopersController {
   @ApiErrors(404)
   async remove(
     @CurrentWorkspace() workspace: WorkspaceEntity,
+    @CurrentDeveloper() caller: AuthenticatedDeveloper,
     @Param('developerId') developerId: string,
   ): Promise<void> {
     await this.workspaces.removeMember(
       workspace,
       isUuid(developerId) ? developerId : '00000000-0000-0000-0000-000000000000',
+      caller.id,
     );
   }
 }

@@ -119,12 +119,17 @@ export class WorkspacesService {
   }
 
   /**
-   * Removes a member; access ends with this commit (the guard reads membership on every request).
-   * The workspace row is locked so two concurrent removals cannot leave it without members.
+   * Removes a member at `callerId`'s request; access ends with this commit (the guard reads
+   * membership on every request). The workspace row is locked so two concurrent removals cannot
+   * leave it without members, and the caller must still be an active member under that lock: one
+   * removed while their own request waited for its turn removes nobody (403).
    */
-  async removeMember(workspace: WorkspaceEntity, developerId: string): Promise<void> {
+  async removeMember(workspace: WorkspaceEntity, developerId: string, callerId: string): Promise<void> {
     await this.txHost.withTransaction(async () => {
       await this.workspaces.lock(workspace.id);
+      if (!(await this.workspaces.isActiveMember(workspace.id, callerId))) {
+        throw new ApiException(ErrorCode.UnauthorizedWorkspaceAccess, 'You do not have access to this workspace');
+      }
       if (!(await this.workspaces.isMember(workspace.id, developerId))) {
         throw new ApiException(ErrorCode.EntityNotFound, 'No such developer in this workspace');
       }

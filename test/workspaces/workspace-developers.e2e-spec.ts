@@ -113,9 +113,10 @@ describe('developers of a workspace', () => {
         ]),
     );
     expect(answers.map((r) => r.status).sort()).toEqual([204, 403]);
+    // The second in turn finds its caller removed by the first, as it would had it come after it.
     expect(answers.find((r) => r.status === 403)!.body).toEqual({
-      errorCode: 'forbidden_operation',
-      message: 'The last member of a workspace cannot be removed',
+      errorCode: 'unauthorized_workspace_access',
+      message: 'You do not have access to this workspace',
       statusCode: 403,
     });
     const rows = await t.dataSource.query('SELECT developer_id FROM workspace_members WHERE workspace_id = $1', [
@@ -126,6 +127,38 @@ describe('developers of a workspace', () => {
     const kept = answers[0].status === 403 ? b : a;
     expect(rows).toEqual([{ developer_id: kept.developer.id }]);
     await t.http.get(`/workspaces/${ws.slug}`).set(kept.auth).expect(200);
+  });
+
+  it('lets a member removed while their own removal of another waits for its turn remove nobody (403)', async () => {
+    const a = await createDeveloperWithToken(t.app);
+    const b = await createDeveloperWithToken(t.app);
+    const c = await createDeveloperWithToken(t.app);
+    const ws = await workspaceWith(a, b, c);
+    // A removes C while C removes A: both pass the guard as members; the removals take turns, and the
+    // second finds its caller removed by the first.
+    const answers = await withSlowRows(
+      t.dataSource,
+      { table: 'workspace_members', on: 'DELETE', when: `OLD.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
+      () =>
+        Promise.all([
+          t.http.delete(`/workspaces/${ws.slug}/developers/${c.developer.id}`).set(a.auth),
+          t.http.delete(`/workspaces/${ws.slug}/developers/${a.developer.id}`).set(c.auth),
+        ]),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([204, 403]);
+    expect(answers.find((r) => r.status === 403)!.body).toEqual({
+      errorCode: 'unauthorized_workspace_access',
+      message: 'You do not have access to this workspace',
+      statusCode: 403,
+    });
+    const left = (
+      await t.dataSource.query<{ developer_id: string }[]>(
+        'SELECT developer_id FROM workspace_members WHERE workspace_id = $1',
+        [ws.id],
+      )
+    ).map((r) => r.developer_id);
+    const winner = answers[0].status === 204 ? a : c;
+    expect(left.sort()).toEqual([b.developer.id, winner.developer.id].sort());
   });
 
   it('answers 404 for a developer who is not a member, or an id that is not one', async () => {
