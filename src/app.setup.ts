@@ -12,6 +12,7 @@ import { Logger } from 'nestjs-pino';
 import { REQUIRED_SCOPE_EXTENSION } from './auth/required-scope';
 import { answerClientErrors } from './common/http/client-errors';
 import { AppConfig } from './config/app-config';
+import { parseTrustProxy } from './config/trust-proxy';
 import { installHttpMetrics, installMetricsEndpoint } from './observability/metrics-endpoint';
 import { limitOperatorAttempts } from './observability/operator-auth';
 import { JobDispatcher } from './queues/job-dispatcher';
@@ -77,7 +78,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   const config = app.get(AppConfig);
   app.useLogger(app.get(Logger));
   installHttpMetrics(app);
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', parseTrustProxy(config.env.TRUST_PROXY));
   app.disable('x-powered-by');
   // No ETag: API answers are small and change with state, no client sends conditional requests, and
   // hashing every body costs CPU on every response.

@@ -17,6 +17,7 @@ import {
 } from 'class-validator';
 import { ALL_REGIONS } from './regions';
 import { parseCredentialKeys } from './secrets';
+import { parseTrustProxy } from './trust-proxy';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const toNumber = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
@@ -74,6 +75,15 @@ export class EnvironmentVariables {
 
   @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
   PUBLIC_URL = 'http://localhost:3000';
+
+  /**
+   * Express's `trust proxy`: which peers' `X-Forwarded-For` gives the client's address (the
+   * per-address rate limits go by it). A comma-separated list of proxies (`loopback`, `linklocal`,
+   * `uniquelocal`, addresses, CIDR ranges), a number of hops, `true` (any peer: only when every
+   * connection comes through the proxy) or `false`.
+   */
+  @IsString()
+  TRUST_PROXY = 'loopback';
 
   @IsUrl(dbUrl)
   DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/control_plane';
@@ -586,6 +596,11 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
   if (typeof env.CREDENTIAL_ENCRYPTION_KEYS === 'string' && env.CREDENTIAL_ENCRYPTION_KEYS.length >= 10) {
     const problem = credentialKeysProblem(env.CREDENTIAL_ENCRYPTION_KEYS);
     if (problem) problems.push(`CREDENTIAL_ENCRYPTION_KEYS: ${problem}`);
+  }
+  if (typeof env.TRUST_PROXY === 'string' && parseTrustProxy(env.TRUST_PROXY) === null) {
+    problems.push(
+      'TRUST_PROXY: must be true, false, a number of hops, or a comma-separated list of loopback, linklocal, uniquelocal, addresses and CIDR ranges',
+    );
   }
   const publicUrl = env.PUBLIC_URL.replace(/\/+$/, '');
   if (!env.JWT_ISSUER) env.JWT_ISSUER = publicUrl;

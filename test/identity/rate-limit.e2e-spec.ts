@@ -97,6 +97,32 @@ describe('brute-force protection (RATE_LIMIT_AUTH_PER_MINUTE)', () => {
   });
 });
 
+describe('the client address behind a proxy (TRUST_PROXY)', () => {
+  /** Wrong passwords from LIMIT addresses by X-Forwarded-For, then the right one from yet another. */
+  async function lastFromAnotherAddress(env: Record<string, string>) {
+    const t = await createTestApp({ RATE_LIMIT_AUTH_PER_MINUTE: String(LIMIT), ...env });
+    try {
+      const human = await createHuman(t.app, 'proxied');
+      const { params } = authorizationRequest('nilecli', 'http://localhost:5000/callback');
+      const from = (address: string, password: string) =>
+        submitLogin(t.http, params, human.email, password).set('X-Forwarded-For', address);
+      for (let i = 0; i < LIMIT; i++) expect((await from(`192.0.2.${i + 1}`, `wrong-${i}`)).status).toBe(401);
+      return await from('192.0.2.200', human.password);
+    } finally {
+      await t.close();
+    }
+  }
+
+  it('counts each forwarded address on its own when the peer is a trusted proxy (loopback by default)', async () => {
+    expect((await lastFromAnotherAddress({})).status).toBe(302);
+  });
+
+  it('counts every request as the peer’s when the peer is not trusted: X-Forwarded-For is not believed', async () => {
+    expectAddressThrottledPage(await lastFromAnotherAddress({ TRUST_PROXY: '10.0.0.0/8' }));
+    expectAddressThrottledPage(await lastFromAnotherAddress({ TRUST_PROXY: 'false' }));
+  });
+});
+
 describe('rate limits shared by several API processes (counted in Redis)', () => {
   let a: TestApp;
   let b: TestApp;
