@@ -26,7 +26,7 @@ const lockKey = (where: Pick<DatabaseEntity, 'physicalName'>) => `database:${whe
 const unbuilt = (r: DatabaseEntity | null): r is DatabaseEntity =>
   !!r &&
   !r.finalized &&
-  !(r.deleted && !(r.deletionDueAt && r.deletionDueAt.getTime() > Date.now())) &&
+  (!r.deleted || (!!r.deletionDueAt && r.deletionDueAt.getTime() > Date.now())) &&
   (r.status === DatabaseStatus.Requested || r.status === DatabaseStatus.Built);
 
 /** The server a database lives on (every row has one once boot has attached rows from before the fleet). */
@@ -254,8 +254,9 @@ export class DatabaseLifecycle implements OnModuleInit {
 
   /**
    * One reconcile pass: re-enqueues builds that are not done (their job may be lost or out of
-   * attempts; taken from the servers in turn, so builds stuck on one server never keep another's out), finalizes overdue deletions whose job was lost, gives usable databases built before
-   * the holder role to it (holdEarlierDatabases), and tops up the warm pool.
+   * attempts; taken from the servers in turn, so builds stuck on one server never keep another's
+   * out), finalizes overdue deletions whose job was lost, gives usable databases built before the
+   * holder role to it (holdEarlierDatabases), and tops up the warm pool.
    */
   async sweep(now = new Date()): Promise<void> {
     for (const id of await this.databases.unbuiltInTurnByServer(SWEEP_BATCH)) {

@@ -7,7 +7,13 @@ import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
 import { Reconciler } from '../../src/queues/reconciler';
 import { WorkerModule } from '../../src/worker.module';
-import { createTestApp, reconcile, TestApp } from '../support/test-app';
+import {
+  createIsolatedMetadataDatabase,
+  createTestApp,
+  dropMetadataDatabase,
+  reconcile,
+  TestApp,
+} from '../support/test-app';
 
 /** The telemetry queue's repeatable jobs, by name. */
 async function repeatableJobs(app: INestApplicationContext): Promise<string[]> {
@@ -24,15 +30,22 @@ async function repeatableJobs(app: INestApplicationContext): Promise<string[]> {
 describe('the telemetry schedule is kept where the queue processors run', () => {
   let worker: INestApplicationContext | undefined;
   let api: TestApp | undefined;
+  let metadataUrl: string | undefined;
   afterEach(async () => {
     await worker?.close();
     await api?.close();
+    if (metadataUrl) await dropMetadataDatabase(metadataUrl);
     worker = undefined;
     api = undefined;
+    metadataUrl = undefined;
   });
 
   it('a worker booted with WORKERS=off (the Compose layout) schedules the passes, and its reconciler puts the schedule back when Redis lost it', async () => {
+    // A metadata database of its own: its reconcile pass would otherwise take up (and build, and
+    // still be building when the spec ends) every other spec's unfinished databases.
+    metadataUrl = await createIsolatedMetadataDatabase();
     const overrides: Record<string, string> = {
+      DATABASE_URL: metadataUrl,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       QUEUE_PREFIX: `test-schedule-${randomBytes(4).toString('hex')}`,
       RECONCILE_INTERVAL_SECONDS: '3600',
