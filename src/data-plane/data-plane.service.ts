@@ -354,8 +354,8 @@ export class DataPlane implements OnApplicationShutdown {
       await db.query('SELECT 1');
       this.answers.answered(serverId);
       return true;
-    } catch {
-      this.answers.unanswered(serverId);
+    } catch (err) {
+      this.answers.unanswered(serverId, err instanceof Error ? err.message : String(err));
       return false;
     } finally {
       await db.end().catch(() => undefined);
@@ -787,7 +787,14 @@ export class DataPlane implements OnApplicationShutdown {
     const target = await this.servers.target(serverId);
     const asking = !!options.job && !this.answers.answering(target.id);
     if (asking && !this.answers.startAsking(target.id)) {
-      throw new DataPlaneError(target.region, target.id, true, new Error(NOT_ANSWERING_LATELY));
+      // What it failed with last, so what a job records for operators says why.
+      const reason = this.answers.lastFailure(target.id);
+      throw new DataPlaneError(
+        target.region,
+        target.id,
+        true,
+        new Error(reason ? `${NOT_ANSWERING_LATELY} (${reason})` : NOT_ANSWERING_LATELY),
+      );
     }
     let lock: PoolClient | undefined;
     let broken: Error | undefined;
@@ -940,7 +947,7 @@ export class DataPlane implements OnApplicationShutdown {
   private failed(target: DataPlaneTarget, err: unknown): DataPlaneError {
     const failure =
       err instanceof DataPlaneError ? err : new DataPlaneError(target.region, target.id, isUnavailability(err), err);
-    if (failure.serverUnanswered) this.answers.unanswered(target.id);
+    if (failure.serverUnanswered) this.answers.unanswered(target.id, failure.message);
     else this.answers.answered(target.id);
     return failure;
   }

@@ -24,6 +24,15 @@ describe('ServerAnswers', () => {
     expect(answers.answering(id)).toBe(true);
   });
 
+  it('remembers why a server last did not answer, until it answers', () => {
+    const answers = new ServerAnswers();
+    expect(answers.lastFailure(id)).toBeUndefined();
+    answers.unanswered(id, 'password authentication failed for user "admin"');
+    expect(answers.lastFailure(id)).toBe('password authentication failed for user "admin"');
+    answers.answered(id);
+    expect(answers.lastFailure(id)).toBeUndefined();
+  });
+
   it('has a server asked when its news is missing or old, one question at a time', () => {
     const answers = new ServerAnswers();
     expect(answers.startAsking(id)).toBe(true);

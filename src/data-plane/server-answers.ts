@@ -11,6 +11,8 @@ export const ASK_AGAIN_AFTER_MS = 5_000;
 interface News {
   answered: boolean;
   at: number;
+  /** Why it did not answer (the failure's message), when known. */
+  reason?: string;
 }
 
 /**
@@ -35,9 +37,15 @@ export class ServerAnswers {
     this.news.set(serverId, { answered: true, at: Date.now() });
   }
 
-  /** The server did not answer (connect timeout, our statement timeouts, refused logins…). */
-  unanswered(serverId: string): void {
-    this.news.set(serverId, { answered: false, at: Date.now() });
+  /** The server did not answer (connect timeout, our statement timeouts, refused logins…), and why. */
+  unanswered(serverId: string, reason?: string): void {
+    this.news.set(serverId, { answered: false, at: Date.now(), reason });
+  }
+
+  /** Why the server last did not answer, when that is the latest news of it and its reason is known. */
+  lastFailure(serverId: string): string | undefined {
+    const news = this.news.get(serverId);
+    return news && !news.answered ? news.reason : undefined;
   }
 
   /**

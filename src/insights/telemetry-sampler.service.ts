@@ -200,6 +200,7 @@ export class TelemetrySampler {
     const counters = new Map<string, DatabaseCounters>();
     let statements: Map<string, StatementCounters> | null = new Map();
     let statisticsUnanswered = false;
+    let statisticsFailure: string | undefined;
     try {
       for (const batch of chunks(names, BATCH)) {
         for (const c of await telemetry.databaseCounters(batch)) counters.set(c.physicalName, c);
@@ -212,10 +213,11 @@ export class TelemetrySampler {
       this.logger.warn({ server: server.key, err: String(err) }, 'could not read data-plane statistics');
       statements = null;
       statisticsUnanswered = isUnavailability(err);
+      statisticsFailure = err instanceof Error ? err.message : String(err);
     }
     // What placement knows of the server (this process's view, see ServerAnswers).
     if (names.length) {
-      if (statisticsUnanswered) this.answers.unanswered(server.key);
+      if (statisticsUnanswered) this.answers.unanswered(server.key, statisticsFailure);
       else this.answers.answered(server.key);
     }
     const probes = await this.probe(server, access.databaseUrl, statisticsUnanswered);

@@ -70,6 +70,14 @@ describe("a stalled data-plane server's jobs", () => {
     );
     expect(Date.now() - started).toBeLessThan(2 * CONNECT_TIMEOUT_MS);
 
+    // What the stalled builds record for operators says why, though they no longer asked.
+    const errors = await t.dataSource.query<{ last_error: string | null }[]>(
+      'SELECT last_error FROM databases WHERE id = ANY($1) AND last_error IS NOT NULL',
+      [stalled],
+    );
+    expect(errors.length).toBeGreaterThan(0);
+    for (const { last_error } of errors) expect(last_error).toMatch(/timeout|terminated/i);
+
     // The server answers again: its builds are done (a later attempt, or the reconciler's).
     link.resume();
     for (const id of stalled) {
