@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import { parseArgs } from 'node:util';
 import { CREATABLE_REGIONS, type Region } from './config/regions';
+import { messageOf } from './common/errors/message-of';
 
 /**
  * Operator commands: `npm run --silent cli -- <command> [options]`. Each prints one JSON object as
@@ -354,7 +355,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return 0;
   } catch (err) {
-    return fail(err instanceof Error ? err.message : String(err));
+    return fail(messageOf(err));
   } finally {
     await app.close();
   }
@@ -363,7 +364,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`error: ${messageOf(err)}\n`);
     process.exit(1);
   },
 );

@@ -14,6 +14,7 @@ import {
 } from './physical-names';
 import { ServerAnswers } from './server-answers';
 import { tenantDatabaseConnection } from './tenant-session';
+import { messageOf } from '../common/errors/message-of';
 
 interface PgError {
   code?: string;
@@ -155,7 +156,7 @@ export function isUnavailability(err: unknown): boolean {
   // 08: connection exception, 53: insufficient resources, 57: operator intervention (57014 is
   // statement_timeout), 28: the admin login is refused, 55P03: lock_timeout.
   if (/^(08|53|57|28)/.test(code) || code === LOCK_NOT_AVAILABLE) return true;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return /timeout|Connection terminated|connection.*(closed|ended)|not queryable/i.test(message);
 }
 
@@ -181,7 +182,7 @@ export class DataPlaneError extends Error {
     readonly unavailable: boolean,
     cause: unknown,
   ) {
-    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    super(messageOf(cause), { cause });
     this.name = 'DataPlaneError';
     this.code = codeOf(cause);
     this.serverUnanswered =
@@ -355,7 +356,7 @@ export class DataPlane implements OnApplicationShutdown {
       this.answers.answered(serverId);
       return true;
     } catch (err) {
-      this.answers.unanswered(serverId, err instanceof Error ? err.message : String(err));
+      this.answers.unanswered(serverId, messageOf(err));
       return false;
     } finally {
       await db.end().catch(() => undefined);
@@ -905,7 +906,7 @@ export class DataPlane implements OnApplicationShutdown {
       if (isUnavailability(err)) throw err;
       // Not fatal: customer databases are closed to PUBLIC regardless; operators see why here.
       this.logger.warn(
-        { region: t.region, serverId: t.id, err: err instanceof Error ? err.message : String(err) },
+        { region: t.region, serverId: t.id, err: messageOf(err) },
         "could not close the server's shared databases to PUBLIC (credentials may connect to them)",
       );
     }

@@ -13,6 +13,7 @@ import { refillPoolJobId } from './database-jobs';
 import { Placement } from './placement.service';
 import type { PooledDatabaseEntity } from './pooled-database.entity';
 import { PooledDatabasesRepository } from './pooled-databases.repository';
+import { messageOf } from '../common/errors/message-of';
 
 /**
  * The warm pool: per ACTIVE data-plane server of a creatable region, DATABASE_POOL_TARGET
@@ -208,7 +209,7 @@ export class WarmPool {
       }
       await this.pooled.markReady(entry.id);
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       this.logger.error(
         { errorCode: ErrorCode.DbCreationFailure, region: entry.region, pooledId: entry.id, err: message },
         'warm-pool database could not be built; will retry',

@@ -15,6 +15,7 @@ import { JobDispatcher } from '../queues/job-dispatcher';
 import { JOBS } from '../queues/job-registry';
 import { InsightsRepository, type NewSample } from './insights.repository';
 import { sampleServerJobId } from './telemetry-jobs';
+import { messageOf } from '../common/errors/message-of';
 
 export interface SampledDatabase {
   id: string;
@@ -213,7 +214,7 @@ export class TelemetrySampler {
       this.logger.warn({ server: server.key, err: String(err) }, 'could not read data-plane statistics');
       statements = null;
       statisticsUnanswered = isUnavailability(err);
-      statisticsFailure = err instanceof Error ? err.message : String(err);
+      statisticsFailure = messageOf(err);
     }
     // What placement knows of the server (this process's view, see ServerAnswers).
     if (names.length) {

@@ -25,6 +25,7 @@ import { InviteEntity, InviteState } from './invite.entity';
 import { InviteResponse } from './invite.response';
 import { InvitesRepository, LeasedInvite, OPEN_STATES } from './invites.repository';
 import { Mailer } from './mailer.service';
+import { messageOf } from '../common/errors/message-of';
 
 /** Longer than the mailer's connection, greeting and socket timeouts together. */
 const EMAIL_LEASE_SECONDS = 120;
@@ -264,7 +265,7 @@ export class InvitesService implements OnModuleInit {
       retryOn: isDependencyOutage,
       onRetry: (err, delayMs) =>
         this.logger.warn(
-          { inviteId, err: err instanceof Error ? err.message : String(err), delayMs },
+          { inviteId, err: messageOf(err), delayMs },
           'invite e-mail sent; recording it waits for the metadata database',
         ),
     });
@@ -286,7 +287,7 @@ export class InvitesService implements OnModuleInit {
         messageId: `<invite-${inviteId}@${this.mailHost}>`,
       });
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       await this.invites.recordEmailFailure(inviteId, `${ErrorCode.EmailSendFailure}: ${message}`.slice(0, 1000));
       this.logger.warn(
         { inviteId, errorCode: ErrorCode.EmailSendFailure, err: message },

@@ -12,6 +12,7 @@ import { TelemetrySampler } from '../insights/telemetry-sampler.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { ALL_QUEUES } from '../queues/queue-names';
 import { Reconciler } from '../queues/reconciler';
+import { messageOf } from '../common/errors/message-of';
 
 /** A scrape must answer even while a dependency hangs: each source gets this long. */
 const SOURCE_TIMEOUT_MS = 1000;
@@ -315,7 +316,7 @@ export class OperationsMetrics implements OnModuleInit {
     try {
       return await withinMs(source, SOURCE_TIMEOUT_MS, () => new Error(`no answer within ${SOURCE_TIMEOUT_MS} ms`));
     } catch (err) {
-      this.logger.warn({ source: what, err: err instanceof Error ? err.message : String(err) }, 'metric source failed');
+      this.logger.warn({ source: what, err: messageOf(err) }, 'metric source failed');
       return undefined;
     }
   }

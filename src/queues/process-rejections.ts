@@ -2,6 +2,7 @@ import { getQueueToken } from '@nestjs/bull';
 import { type FactoryProvider, Logger } from '@nestjs/common';
 import type { Queue } from 'bull';
 import { ALL_QUEUES } from './queue-names';
+import { messageOf } from '../common/errors/message-of';
 
 const logger = new Logger('Queues');
 
@@ -43,7 +44,7 @@ export function handleProcessRejections(queue: Queue): void {
 }
 
 function fieldsOf(queue: Queue, err: unknown): { queue: string; err: string } {
-  return { queue: queue.name, err: err instanceof Error ? err.message : String(err) };
+  return { queue: queue.name, err: messageOf(err) };
 }
 
 /**
