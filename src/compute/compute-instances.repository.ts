@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IsNull, type Repository } from 'typeorm';
 import { MetadataTransactions } from '../database/metadata-transactions';
-import { pruneOlderThanSql, windowWait } from '../database/sliding-window';
+import { pruneOlderThan, windowWait } from '../database/sliding-window';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { ComputeInstanceEntity, ComputeInstanceStatus } from './compute-instance.entity';
 import { ComputeTypeEntity } from './compute-type.entity';
@@ -62,12 +62,8 @@ export class ComputeInstancesRepository {
   }
 
   /** Deletes up to `take` records of changes that have left the window, oldest first; how many. */
-  async deleteChangesOlderThan(windowSeconds: number, take: number): Promise<number> {
-    const [, deleted]: [unknown[], number] = await this.txHost.tx.query(pruneOlderThanSql('compute_changes'), [
-      windowSeconds,
-      take,
-    ]);
-    return deleted;
+  deleteChangesOlderThan(windowSeconds: number, take: number): Promise<number> {
+    return pruneOlderThan(this.txHost.tx, 'compute_changes', windowSeconds, take);
   }
 
   save(row: Partial<ComputeInstanceEntity>): Promise<ComputeInstanceEntity> {

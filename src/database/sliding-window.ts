@@ -36,12 +36,21 @@ export async function windowWait(
 }
 
 /**
- * A statement deleting up to $2 rows of `table` whose `created` is $1 seconds old or more, oldest
- * first, in one statement (rows another transaction holds skipped, not waited for). Run it with
- * `[windowSeconds, take]`; its affected count is what it deleted (see pruneInBatches).
+ * Deletes up to `take` rows of `table` whose `created` is `windowSeconds` old or more, oldest first, in
+ * one statement (rows another transaction holds skipped, not waited for); how many it deleted (see
+ * pruneInBatches).
  */
-export function pruneOlderThanSql(table: string): string {
-  return `DELETE FROM ${table}
-           WHERE id = ANY(ARRAY(SELECT id FROM ${table} WHERE created <= now() - make_interval(secs => $1)
-                                ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED))`;
+export async function pruneOlderThan(
+  manager: EntityManager,
+  table: string,
+  windowSeconds: number,
+  take: number,
+): Promise<number> {
+  const [, deleted] = await manager.query<[unknown[], number]>(
+    `DELETE FROM ${table}
+      WHERE id = ANY(ARRAY(SELECT id FROM ${table} WHERE created <= now() - make_interval(secs => $1)
+                           ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+    [windowSeconds, take],
+  );
+  return deleted;
 }

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { Brackets, DataSource, type Repository, type SelectQueryBuilder } from 'typeorm';
 import { writeRows } from '../database/hot-query';
 import { MetadataTransactions } from '../database/metadata-transactions';
-import { pruneOlderThanSql, windowWaitSql } from '../database/sliding-window';
+import { pruneOlderThan, windowWaitSql } from '../database/sliding-window';
 import { lockForContextTransaction } from '../database/transaction-lock';
 import { InviteEntity, InviteState } from './invite.entity';
 
@@ -222,12 +222,8 @@ export class InvitesRepository {
    * the oldest first, in one statement (rows another transaction holds skipped, not waited for); how
    * many it deleted.
    */
-  async deleteSendsOlderThan(windowSeconds: number, take: number): Promise<number> {
-    const [, deleted]: [unknown[], number] = await this.txHost.tx.query(pruneOlderThanSql('invite_sends'), [
-      windowSeconds,
-      take,
-    ]);
-    return deleted;
+  deleteSendsOlderThan(windowSeconds: number, take: number): Promise<number> {
+    return pruneOlderThan(this.txHost.tx, 'invite_sends', windowSeconds, take);
   }
 
   private withRelations(query: SelectQueryBuilder<InviteEntity>): SelectQueryBuilder<InviteEntity> {
