@@ -517,14 +517,10 @@ export class DataPlane implements OnApplicationShutdown {
               rolname,
               this.terminateWaitMs,
             ]);
-            await this.dropRoleReleased(t, db, rolname, null, () =>
-              db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(rolname)}`),
-            );
+            await this.dropRoleReleased(t, db, rolname);
           });
         }
-        await this.dropRoleReleased(t, db, owner, null, () =>
-          db.query(`DROP ROLE IF EXISTS ${db.escapeIdentifier(owner)}`),
-        );
+        await this.dropRoleReleased(t, db, owner);
       }),
     );
   }
@@ -687,7 +683,7 @@ export class DataPlane implements OnApplicationShutdown {
           const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [physical]);
           if (!rowCount) {
             // Its database (and with it everything the role owned there) is gone already.
-            await this.dropRoleReleased(t, admin, role, null, () => admin.query(`DROP ROLE IF EXISTS ${r}`));
+            await this.dropRoleReleased(t, admin, role);
             return;
           }
           await this.dropRoleReleased(t, admin, role, physical, () =>
@@ -830,20 +826,21 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
-   * Runs `drop` (a DROP ROLE of `role`) once no database of the server but `home` (the role's own,
-   * which `drop` takes care of; null: none) holds anything for the role. Every session sees every
-   * role of its server (`pg_roles`), so a tenant can grant privileges on its own objects to another
-   * database's roles, and PostgreSQL refuses to drop a role something depends on: those privileges
-   * are dropped first (DROP OWNED BY in each database `pg_shdepend` names; it owns nothing there,
-   * having no way in). A grant made again in the moment between is met by trying again, a few
-   * times; then the error is the caller's (a sweep tries again at its next pass).
+   * Drops `role` (with `drop`, given with `home`, the role's own database, which `drop` takes care of;
+   * otherwise DROP ROLE IF EXISTS on `admin`) once no other database of the server holds anything
+   * for it. Every session sees every role of its server (`pg_roles`), so a tenant can grant
+   * privileges on its own objects to another database's roles, and PostgreSQL refuses to drop a role
+   * something depends on: those privileges are dropped first (DROP OWNED BY in each database
+   * `pg_shdepend` names; it owns nothing there, having no way in). A grant made again in the moment
+   * between is met by trying again, a few times; then the error is the caller's (a sweep tries again
+   * at its next pass).
    */
   private async dropRoleReleased(
     t: DataPlaneTarget,
     admin: PoolClient,
     role: string,
-    home: string | null,
-    drop: () => Promise<unknown>,
+    home: string | null = null,
+    drop: () => Promise<unknown> = () => admin.query(`DROP ROLE IF EXISTS ${admin.escapeIdentifier(role)}`),
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const { rows } = await admin.query<{ datname: string }>(
