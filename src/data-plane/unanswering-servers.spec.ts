@@ -32,11 +32,12 @@ describe('one database at its connection limit is not its server failing to answ
 
 describe("a process's own admin pool being busy is not its server failing to answer", () => {
   it('takes a wait for one of its own pooled connections that runs out as 503 for the caller, but the server as answering', async () => {
-    // pg-pool's own error, from a real pool whose one connection is taken.
+    // pg-pool's own error, from a real pool whose one connection is taken. The timeout bounds
+    // making the first connection too, so it is long enough for a loaded machine (100 ms was not).
     const pool = new Pool({
       connectionString: 'postgres://postgres@127.0.0.1:5432/postgres',
       max: 1,
-      connectionTimeoutMillis: 100,
+      connectionTimeoutMillis: 2_000,
     });
     const taken = await pool.connect();
     let busy: unknown;
