@@ -52,6 +52,14 @@ describe('default connection limit', () => {
   afterAll(() => t.close());
 
   const prefix = process.env.DATA_PLANE_NAME_PREFIX!;
+  const sessionsIn = (physical: string) =>
+    onDataPlane(async (db) => {
+      const { rows } = await db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+        [physical],
+      );
+      return rows[0].n;
+    });
   const databaseOwner = (physical: string) =>
     onDataPlane(async (db) => {
       const { rows } = await db.query<{ owner: string }>(
@@ -68,6 +76,9 @@ describe('default connection limit', () => {
     const res = await t.http.post('/databases/provision').send({ region: 'AWS_US_WEST_2' }).expect(201);
     const p = res.body as Provisioned;
     expect(await connectionLimit(t, p.database.id)).toBe(DEFAULT_LIMIT);
+    // The session that made its credential's role counts until its backend has exited.
+    const { physical_name: physical } = await databaseRow(t, p.database.id);
+    await eventually(() => sessionsIn(physical).then((n) => n === 0));
     for (let i = 0; i < DEFAULT_LIMIT; i += 1) sessions.push(await connectWith(p.connectionString));
     await expect(connectWith(p.connectionString)).rejects.toMatchObject({ code: TOO_MANY_CONNECTIONS });
     // A session ending makes room again (once its backend has exited).
@@ -151,7 +162,9 @@ describe('default connection limit', () => {
     await session.query('RESET ROLE; CREATE TABLE made_as_itself (x int)');
     const second = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
       .body as { id: string; password: string };
-    // One session for it: with a limit of 2, a session that just ended may still count while its backend exits.
+    // One session for it: with a limit of 2, the session that made its role (closed as the create
+    // answered) still counts until its backend has exited, so wait until only `session` is left.
+    await eventually(() => sessionsIn(physical).then((n) => n === 1));
     const next = await connectAs(db.dbHost!, second.id, second.password);
     sessions.push(next);
     await next.query('INSERT INTO reports.daily VALUES (1)');
