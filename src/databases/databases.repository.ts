@@ -263,13 +263,15 @@ export class DatabasesRepository {
 
   /**
    * The server's READY databases not finalized, oldest first (a telemetry pass's read, once per
-   * server and interval): raw rows of the three columns a pass needs, in the order of
+   * server and interval): raw rows of the four columns a pass needs, in the order of
    * IDX_databases_unfinalized_by_server (no sort, no tombstones read).
    */
-  usableOnServer(serverId: string): Promise<{ id: string; workspace_id: string; physical_name: string }[]> {
-    return readRows<{ id: string; workspace_id: string; physical_name: string }>(
+  usableOnServer(
+    serverId: string,
+  ): Promise<{ id: string; workspace_id: string; physical_name: string; created: Date }[]> {
+    return readRows<{ id: string; workspace_id: string; physical_name: string; created: Date }>(
       this.dataSource,
-      `SELECT id, workspace_id, physical_name FROM databases
+      `SELECT id, workspace_id, physical_name, created FROM databases
         WHERE server_id = $1 AND status = '${DatabaseStatus.Ready}' AND finalized IS NULL
         ORDER BY created, id`,
       [serverId],

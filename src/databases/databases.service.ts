@@ -348,10 +348,17 @@ export class DatabasesService {
   }
 
   /** The server's usable databases (as above), oldest first, for one insights pass; none for a key that is no id. */
-  async usableOnServer(serverId: string): Promise<{ id: string; workspaceId: string; physicalName: string }[]> {
+  async usableOnServer(
+    serverId: string,
+  ): Promise<{ id: string; workspaceId: string; physicalName: string; created: Date }[]> {
     if (!isUuid(serverId)) return [];
     const rows = await this.databases.usableOnServer(serverId);
-    return rows.map((d) => ({ id: d.id, workspaceId: d.workspace_id, physicalName: d.physical_name }));
+    return rows.map((d) => ({
+      id: d.id,
+      workspaceId: d.workspace_id,
+      physicalName: d.physical_name,
+      created: d.created,
+    }));
   }
 
   /**

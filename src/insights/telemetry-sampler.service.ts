@@ -21,6 +21,8 @@ export interface SampledDatabase {
   id: string;
   workspaceId: string;
   physicalName: string;
+  /** When the database was created: nothing of it is observed or metered before. */
+  created: Date;
 }
 
 /** One data-plane server and the databases a pass samples on it. */
@@ -193,7 +195,9 @@ export class TelemetrySampler {
    * One pass over one server at `at`: statistics of all its databases, a ready probe of each, one
    * sample per database (a pass already recorded for a database at `at` is kept, not doubled).
    */
-  async sampleServer(server: ServerToSample, at = new Date()): Promise<PassResult> {
+  async sampleServer(sampled: ServerToSample, at = new Date()): Promise<PassResult> {
+    // A database created after `at` (read by a pass that ran late) is the next pass's.
+    const server = { ...sampled, databases: sampled.databases.filter((d) => d.created < at) };
     const access = await this.dataPlane.telemetryAccess(server.key);
     const telemetry = new ServerTelemetry(access.admin, STATS_TIMEOUT_MS);
     const names = server.databases.map((d) => d.physicalName);
@@ -248,9 +252,11 @@ export class TelemetrySampler {
         const statementsSpan = prev?.statements_sampled_at
           ? (at.getTime() - prev.statements_sampled_at.getTime()) / 1000
           : gapSeconds;
+        // The first sample of a database observes at most the time since it was created.
+        const sinceCreated = (at.getTime() - d.created.getTime()) / 1000;
         const observed = Math.max(
           1,
-          Math.min(this.config.env.TELEMETRY_INTERVAL_SECONDS, Math.round(gapSeconds ?? Infinity)),
+          Math.min(this.config.env.TELEMETRY_INTERVAL_SECONDS, Math.round(gapSeconds ?? sinceCreated)),
         );
         const current: Record<string, string> | null = c
           ? Object.fromEntries(

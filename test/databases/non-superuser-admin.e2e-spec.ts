@@ -4,9 +4,11 @@ import { TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
 import {
   Auth,
+  backdate,
   createReadyDatabase,
   createWorkspace,
   databaseRow,
+  LONG_AGO,
   onDataPlane,
   physicalDatabaseExists,
   roleExists,
@@ -98,6 +100,8 @@ describe('a data-plane server whose admin role has CREATEDB and CREATEROLE but i
     try {
       await expect(connectAs(db.dbHost!, id, password)).rejects.toThrow(/too many connections for database/);
       const sampler = t.app.get(TelemetrySampler);
+      // Created before the moment sampled (an hour ago).
+      await backdate(t, [db.id], LONG_AGO);
       const found = (await sampler.serverToSample(serverId!))!;
       const server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
       const at = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 3_600_000);

@@ -86,6 +86,17 @@ export async function databaseRow(t: TestApp, id: string) {
   return row as DatabaseRow;
 }
 
+/**
+ * Records the databases as created at `created`: for specs that sample or bill moments in the past,
+ * which nothing observes of a database before its creation.
+ */
+export async function backdate(t: TestApp, ids: string[], created: Date): Promise<void> {
+  await t.dataSource.query('UPDATE databases SET created = $2 WHERE id = ANY($1)', [ids, created]);
+}
+
+/** Long enough ago for any moment a spec samples or bills (weeks: the start of last month included). */
+export const LONG_AGO = new Date(Date.now() - 70 * 24 * 3_600_000);
+
 /** Runs `work` with an admin connection to the data-plane server (to check what really exists there). */
 export async function onDataPlane<T>(work: (db: Client) => Promise<T>, database = 'postgres'): Promise<T> {
   const url = new URL(process.env.DATA_PLANE_URL!);

@@ -7,11 +7,13 @@ import { sampleServerJobId } from '../../src/insights/telemetry-jobs';
 import { ServerToSample, TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import {
   Auth,
+  backdate,
   connectAs,
   createReadyDatabase,
   createWorkspace,
   DatabaseBody,
   databaseRow,
+  LONG_AGO,
   serverIdOf,
 } from '../databases/support';
 import { createDeveloperWithToken, createIsolatedTestApp, createTestApp, TestApp } from '../support/test-app';
@@ -60,6 +62,7 @@ describe('database insights (sampled from the real data plane)', () => {
     auth = (await createDeveloperWithToken(t.app)).auth;
     slug = (await createWorkspace(t, auth)).slug;
     db = await createReadyDatabase(t, auth, slug);
+    await backdate(t, [db.id], LONG_AGO);
     physical = (await databaseRow(t, db.id)).physical_name;
     sampler = t.app.get(TelemetrySampler);
     const found = (await sampler.serverToSample((await databaseRow(t, db.id)).server_id!))!;
@@ -335,6 +338,7 @@ describe('database insights (sampled from the real data plane)', () => {
       const ws = await createWorkspace(bare, owner);
       const eu = await createReadyDatabase(bare, owner, ws.slug, undefined, 'AWS_EU_CENTRAL_1');
       euPhysical = (await databaseRow(bare, eu.id)).physical_name;
+      await backdate(bare, [eu.id], LONG_AGO);
       const s = bare.app.get(TelemetrySampler);
       const found = (await s.serverToSample((await databaseRow(bare, eu.id)).server_id!))!;
       const pass = await s.sampleServer({ ...found, databases: found.databases.filter((d) => d.id === eu.id) }, at(0));
@@ -383,6 +387,7 @@ describe('storage of a claimed instant database', () => {
     const provisioned = await t.http.post('/databases/provision').send({}).expect(201);
     const { database, claimCode } = provisioned.body as { database: { id: string }; claimCode: string };
     const [holding] = await t.dataSource.query<{ id: string }[]>("SELECT id FROM workspaces WHERE slug = '~unclaimed'");
+    await backdate(t, [database.id], LONG_AGO);
     const sampler = t.app.get(TelemetrySampler);
     const pass = async (at: Date) => {
       // What the pass job does: the servers and the databases' workspaces as they are now.
@@ -447,11 +452,15 @@ describe('telemetry passes driven by hand over a database of their own', () => {
   });
   afterAll(() => t?.close());
 
-  /** A READY database in a new workspace, and what a pass over it alone samples. */
-  async function ownDatabase() {
+  /**
+   * A READY database in a new workspace, and what a pass over it alone samples. Backdated (unless
+   * told not to) to before the moments these passes sample, hours or weeks ago.
+   */
+  async function ownDatabase({ backdated = true } = {}) {
     const auth = (await createDeveloperWithToken(t.app)).auth;
     const { slug } = await createWorkspace(t, auth);
     const db = await createReadyDatabase(t, auth, slug);
+    if (backdated) await backdate(t, [db.id], LONG_AGO);
     const sampler = t.app.get(TelemetrySampler);
     const found = (await sampler.serverToSample((await databaseRow(t, db.id)).server_id!))!;
     const server = { ...found, databases: found.databases.filter((d) => d.id === db.id) };
@@ -551,6 +560,27 @@ describe('telemetry passes driven by hand over a database of their own', () => {
     );
     return BigInt(row.size_bytes);
   }
+
+  it('never observe nor meter a database before it was created: a late pass skips it, its first sample spans only its life', async () => {
+    const { db, sampler, server } = await ownDatabase({ backdated: false });
+    const [{ created }] = await t.dataSource.query<{ created: Date }[]>('SELECT created FROM databases WHERE id = $1', [
+      db.id,
+    ]);
+    // The pass of a slot that began before the create, run late (after it): not this database's.
+    const slot = new Date(created.getTime() - 30_000);
+    expect(await sampler.sampleServer(server, slot)).toMatchObject({ sampled: 0 });
+    // The next pass, 20 s into its life: 20 s observed, up and metered, not a whole interval.
+    const next = new Date(created.getTime() + 20_000);
+    expect(await sampler.sampleServer(server, next)).toMatchObject({ sampled: 1, up: 1 });
+    expect(
+      await t.dataSource.query(
+        'SELECT sampled_at, observed_seconds, up_seconds FROM database_telemetry_samples WHERE database_id = $1',
+        [db.id],
+      ),
+    ).toEqual([{ sampled_at: next, observed_seconds: 20, up_seconds: 20 }]);
+    const size = await sizeAt(db.id, next);
+    expect(await storageOf(db.id)).toEqual({ [next.toISOString().slice(0, 7)]: [(size * 20n).toString(), '20'] });
+  }, 60000);
 
   it("meter a deleted database's storage up to when its deletion was due, however late its finalization", async () => {
     const { auth, slug, db, sampler, server } = await ownDatabase();

@@ -7,7 +7,16 @@ import { TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import { OperationsMetrics } from '../../src/observability/operations-metrics';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
-import { Auth, createReadyDatabase, createWorkspace, DatabaseBody, serverIdOf, unique } from '../databases/support';
+import {
+  Auth,
+  backdate,
+  createReadyDatabase,
+  createWorkspace,
+  DatabaseBody,
+  LONG_AGO,
+  serverIdOf,
+  unique,
+} from '../databases/support';
 import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { TcpRelay } from '../support/tcp-relay';
 import {
@@ -83,13 +92,15 @@ describe('telemetry while one data-plane server does not answer', () => {
     // One real database on the healthy server; the stalled one's never answer, so rows suffice.
     await servers.setState(stalled, DataPlaneServerState.Draining);
     healthyDb = await createReadyDatabase(t, auth, workspace.slug);
+    // Created before the moments the passes below sample.
+    await backdate(t, [healthyDb.id], LONG_AGO);
     stalledIds = (
       await t.dataSource.query<{ id: string }[]>(
-        `INSERT INTO databases (workspace_id, name, region, server_id, status, physical_name)
-         SELECT $1, 'stalled_' || $2 || '_' || i, $3, $4, 'READY', $5 || md5($2 || i)
+        `INSERT INTO databases (workspace_id, name, region, server_id, status, physical_name, created)
+         SELECT $1, 'stalled_' || $2 || '_' || i, $3, $4, 'READY', $5 || md5($2 || i), $7
            FROM generate_series(1, $6::int) AS i
          RETURNING id`,
-        [workspace.id, unique(), REGION, stalled, process.env.DATA_PLANE_NAME_PREFIX, STALLED_DATABASES],
+        [workspace.id, unique(), REGION, stalled, process.env.DATA_PLANE_NAME_PREFIX, STALLED_DATABASES, LONG_AGO],
       )
     ).map((r) => r.id);
   }, 120000);

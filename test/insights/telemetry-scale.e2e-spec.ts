@@ -3,7 +3,7 @@ import { metadataPool } from '../../src/database/hot-query';
 import { DatabasesService } from '../../src/databases/databases.service';
 import { InsightsRepository } from '../../src/insights/insights.repository';
 import { sampleServerJobId } from '../../src/insights/telemetry-jobs';
-import { TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
+import { SampledDatabase, TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
 import { createWorkspace, unique } from '../databases/support';
@@ -75,7 +75,7 @@ describe('telemetry reads at fleet scale', () => {
     created: string;
     deleted?: boolean;
     finalized?: boolean;
-  }): Promise<{ id: string; workspaceId: string; physicalName: string }> {
+  }): Promise<{ id: string; workspaceId: string; physicalName: string; created: Date }> {
     const physicalName = `tscale_${unique()}_${d.id.slice(-4)}`;
     await t.dataSource.query(
       `INSERT INTO databases (id, workspace_id, name, region, server_id, status, physical_name, created,
@@ -94,11 +94,11 @@ describe('telemetry reads at fleet scale', () => {
         !!d.finalized,
       ],
     );
-    return { id: d.id, workspaceId, physicalName };
+    return { id: d.id, workspaceId, physicalName, created: new Date(d.created) };
   }
 
-  let onA: { id: string; workspaceId: string; physicalName: string }[];
-  let onB: { id: string; workspaceId: string; physicalName: string }[];
+  let onA: SampledDatabase[];
+  let onB: SampledDatabase[];
 
   beforeAll(async () => {
     t = await createIsolatedTestApp({ WORKERS: 'off', DATABASE_POOL_TARGET: '0' });
