@@ -1,13 +1,10 @@
-import { Injectable, Logger, ServiceUnavailableException } from '@nestjs/common';
-import {
-  HealthCheckResult,
-  HealthCheckService,
-  HealthIndicatorService,
-  TypeOrmHealthIndicator,
-} from '@nestjs/terminus';
+import { Injectable, Logger, OnApplicationShutdown, ServiceUnavailableException } from '@nestjs/common';
+import { HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { Pool } from 'pg';
 import { ApiException } from '../common/errors/api-exception';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import { ErrorCode } from '../common/errors/error-code';
+import { AppConfig } from '../config/app-config';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Queues } from '../queues/queue-names';
 
@@ -16,17 +13,38 @@ const CHECK_TIMEOUT_MS = 1500;
 /**
  * Whether this process can do its work: the metadata PostgreSQL and Redis answer. Shared by the
  * API's /health and /health/ready and the worker's probe port.
+ *
+ * PostgreSQL is asked over a connection of the probe's own, not the metadata pool: with the pool
+ * busy (a load spike), a ping queued behind the requests ran out its time and every replica was
+ * reported "postgres not answering" at once, so a load balancer took them all out and a slowdown
+ * became an outage. One more metadata connection per process, kept open between probes.
  */
 @Injectable()
-export class Readiness {
+export class Readiness implements OnApplicationShutdown {
   private readonly logger = new Logger(Readiness.name);
+  private readonly postgres: Pool;
 
   constructor(
     private readonly health: HealthCheckService,
-    private readonly db: TypeOrmHealthIndicator,
     private readonly indicators: HealthIndicatorService,
     private readonly jobs: JobDispatcher,
-  ) {}
+    config: AppConfig,
+  ) {
+    this.postgres = new Pool({
+      connectionString: config.env.DATABASE_URL,
+      max: 1,
+      idleTimeoutMillis: 0,
+      connectionTimeoutMillis: CHECK_TIMEOUT_MS,
+      query_timeout: CHECK_TIMEOUT_MS,
+      keepAlive: true,
+    });
+    // A connection that breaks while idle (the server restarted) leaves the pool; the next probe opens one.
+    this.postgres.on('error', () => undefined);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.postgres.end();
+  }
 
   /**
    * The terminus result when everything answers; otherwise throws 503 `server_error` with the one
@@ -36,7 +54,13 @@ export class Readiness {
   async check(): Promise<HealthCheckResult> {
     try {
       return await this.health.check([
-        () => this.db.pingCheck('postgres').withTimeout(CHECK_TIMEOUT_MS),
+        () =>
+          this.indicators
+            .check('postgres')
+            .attempt(async () => {
+              await this.postgres.query('SELECT 1');
+            })
+            .withTimeout(CHECK_TIMEOUT_MS),
         () =>
           this.indicators
             .check('redis')

@@ -1,4 +1,5 @@
-import { createTestApp, TestApp } from '../support/test-app';
+import { createOwnDatabase, dropOwnDatabase, withAdmin } from '../support/own-database';
+import { createTestApp, eventually, TestApp } from '../support/test-app';
 
 describe('health probes', () => {
   let t: TestApp | undefined;
@@ -47,16 +48,49 @@ describe('health probes', () => {
   });
 
   describe('when the metadata PostgreSQL does not answer', () => {
-    it('GET /health/ready answers 503 naming postgres', async () => {
-      t = await createTestApp();
-      // The app is up; its pool now points nowhere (as when the server goes away).
-      await t.dataSource.destroy();
-      const res = await t.http.get('/health/ready').expect(503);
-      expect(res.body).toEqual({
-        errorCode: 'server_error',
-        statusCode: 503,
-        message: 'Not ready: postgres not answering',
-      });
+    it('GET /health/ready answers 503 naming postgres, and 200 again once it answers', async () => {
+      // A database of its own refusing connections (the run's shared one serves other specs).
+      const databaseUrl = await createOwnDatabase('ready');
+      const name = new URL(databaseUrl).pathname.slice(1);
+      const allow = (allowed: boolean) =>
+        withAdmin(async (admin) => {
+          await admin.query(`ALTER DATABASE ${admin.escapeIdentifier(name)} ALLOW_CONNECTIONS ${allowed}`);
+          if (!allowed)
+            await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+        });
+      try {
+        t = await createTestApp({ DATABASE_URL: databaseUrl, DATABASE_POOL_TARGET: '0' });
+        await t.http.get('/health/ready').expect(200);
+        await allow(false);
+        const res = await t.http.get('/health/ready').expect(503);
+        expect(res.body).toEqual({
+          errorCode: 'server_error',
+          statusCode: 503,
+          message: 'Not ready: postgres not answering',
+        });
+        await allow(true);
+        await eventually(async () => (await t!.http.get('/health/ready')).status === 200, 10000);
+      } finally {
+        await allow(true).catch(() => undefined);
+        await t?.close();
+        t = undefined;
+        await dropOwnDatabase(databaseUrl);
+      }
+    });
+  });
+
+  describe("when this process's own metadata pool is busy", () => {
+    it('GET /health/ready answers 200: PostgreSQL answers, so the replica stays in rotation through a load spike', async () => {
+      t = await createTestApp({ DATABASE_POOL_SIZE: '2', WORKERS: 'off' });
+      // Every pooled connection held for 3 s, longer than the probe waits (1.5 s).
+      const held = [0, 1].map(() => t!.dataSource.query('SELECT pg_sleep(3)'));
+      try {
+        await new Promise((r) => setTimeout(r, 200));
+        const res = await t.http.get('/health/ready').expect(200);
+        expect(res.body).toMatchObject({ status: 'ok', info: { postgres: { status: 'up' } } });
+      } finally {
+        await Promise.all(held);
+      }
     });
   });
 });
