@@ -255,7 +255,7 @@ describe('dedicated compute', () => {
 
     it('refuses a window that is not ISO 8601 with a time zone, or ends before it starts', async () => {
       const MUST_BE_DATE_TIME =
-        'must be an ISO 8601 date-time with a time zone, from 1970 on, e.g. 2025-03-01T12:00:00Z';
+        'must be an ISO 8601 date-time with a time zone, from 1970 to 9999 (UTC), e.g. 2025-03-01T12:00:00Z';
       const db = await createReadyDatabase(t, auth, slug);
       const cases: [Record<string, string>, string][] = [
         [{ start: 'yesterday' }, `start ${MUST_BE_DATE_TIME}`],

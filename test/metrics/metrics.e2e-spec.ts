@@ -197,7 +197,7 @@ describe('compute metrics', () => {
     const ws = await createWorkspace(t, auth);
     const bad = (message: string) => ({ errorCode: 'bad_request', message, statusCode: 400 });
     const format = (field: string) =>
-      `${field} must be an ISO 8601 date-time with a time zone, from 1970 on, e.g. 2025-03-01T12:00:00Z`;
+      `${field} must be an ISO 8601 date-time with a time zone, from 1970 to 9999 (UTC), e.g. 2025-03-01T12:00:00Z`;
     const cases: [Record<string, string>, string][] = [
       [{ start: 'yesterday' }, format('start')],
       [{ end: '2025-04-10' }, format('end')],

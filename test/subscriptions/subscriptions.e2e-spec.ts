@@ -537,11 +537,19 @@ describe('workspace subscription', () => {
         message: 'validFrom must not be in the past',
         statusCode: 400,
       });
-      for (const validFrom of ['tomorrow', '2030-01-01', '2030-01-01T00:00:00', 1893456000000]) {
+      // The last: 10000-01-01T13:59Z, which an answer could not write as an RFC 3339 date-time.
+      for (const validFrom of [
+        'tomorrow',
+        '2030-01-01',
+        '2030-01-01T00:00:00',
+        1893456000000,
+        '9999-12-31T23:59:00-14:00',
+      ]) {
         const res = await t.http.put(path(slug)).set(auth).send({ level: 'PRO', validFrom }).expect(400);
         expect(res.body).toEqual({
           errorCode: 'bad_request',
-          message: 'validFrom must be an ISO 8601 date-time with a time zone, from 1970 on, e.g. 2025-03-01T12:00:00Z',
+          message:
+            'validFrom must be an ISO 8601 date-time with a time zone, from 1970 to 9999 (UTC), e.g. 2025-03-01T12:00:00Z',
           statusCode: 400,
         });
       }

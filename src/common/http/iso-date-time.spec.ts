@@ -11,6 +11,12 @@ describe('ISO 8601 date-times', () => {
       expect(isIsoDateTime(ok)).toBe(true);
   });
 
+  it('refuse moments after 9999-12-31T23:59:59.999Z, which no RFC 3339 date-time can be written back as', () => {
+    expect(isIsoDateTime('9999-12-31T23:59:59.999Z')).toBe(true);
+    // 9999-12-31T23:59 at -14:00 is 10000-01-01T13:59Z: answered as "+010000-…" before.
+    expect(isIsoDateTime('9999-12-31T23:59:00-14:00')).toBe(false);
+  });
+
   it('refuse dates alone, local times, impossible dates and moments before 1970', () => {
     for (const bad of [
       '2025-03-01',
