@@ -1,6 +1,12 @@
 import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import { parseArgs } from 'node:util';
+import {
+  isPublicHost,
+  MAX_SERVER_DATABASES,
+  PUBLIC_HOST_FORMAT,
+  serverCapacityOf,
+} from './config/data-plane-server-values';
 import { CREATABLE_REGIONS, type Region } from './config/regions';
 import { messageOf } from './common/errors/message-of';
 
@@ -284,21 +290,26 @@ function required(options: Options, name: string): string {
   return value;
 }
 
+/** The same range as DATA_PLANE_MAX_DATABASES (the column is int4). */
 function optionalMaxDatabases(options: Options): number | undefined {
-  if (options['max-databases'] === undefined) return undefined;
-  const maxDatabases = Number(options['max-databases']);
-  if (!Number.isInteger(maxDatabases) || maxDatabases < 1) {
-    throw new UsageError('--max-databases must be a whole number from 1');
+  const given = options['max-databases'];
+  if (given === undefined) return undefined;
+  const maxDatabases = typeof given === 'string' ? serverCapacityOf(given) : undefined;
+  if (maxDatabases === undefined) {
+    throw new UsageError(`--max-databases must be a whole number from 1 to ${MAX_SERVER_DATABASES}`);
   }
   return maxDatabases;
 }
 
-/** `host` or `host:port` (PostgreSQL's port when it names none), as customers will connect to it. */
+/**
+ * `host` or `host:port` (PostgreSQL's port when it names none), as customers will connect to it:
+ * the rule DATA_PLANE_PUBLIC_HOST[_<REGION>] is held to.
+ */
 function optionalPublicHost(options: Options): string | undefined {
   const host = options['public-host'];
   if (host === undefined) return undefined;
-  if (typeof host !== 'string' || !/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host)) {
-    throw new UsageError('--public-host must be HOST or HOST:PORT');
+  if (typeof host !== 'string' || !isPublicHost(host)) {
+    throw new UsageError(`--public-host must be ${PUBLIC_HOST_FORMAT}`);
   }
   return host;
 }

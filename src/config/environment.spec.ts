@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppConfig } from './app-config';
 import { InvalidEnvironmentError, validateEnvironment } from './environment';
+import { ALL_REGIONS } from './regions';
 
 function problemsOf(raw: Record<string, string>): string[] {
   try {
@@ -201,5 +202,104 @@ describe('AppConfig.fromEnvironment', () => {
       problems = err.problems;
     }
     expect(problems.map((p) => p.split(':')[0])).toEqual(['SECRETS_FILE']);
+  });
+});
+
+describe('environment validation of values customers or the database would trip on', () => {
+  const named = (raw: Record<string, string>) => problemsOf(raw).map((p) => p.split(':')[0]);
+
+  it('refuses a DATA_PLANE_PUBLIC_HOST that is not HOST[:PORT] or [IPv6][:PORT] (it becomes dbHost)', () => {
+    expect(named({ DATA_PLANE_PUBLIC_HOST: 'postgres://db.example.com:notaport' })).toEqual(['DATA_PLANE_PUBLIC_HOST']);
+    expect(named({ DATA_PLANE_PUBLIC_HOST: 'db.example.com:99999' })).toEqual(['DATA_PLANE_PUBLIC_HOST']);
+    expect(named({ DATA_PLANE_PUBLIC_HOST: ' ' })).toEqual(['DATA_PLANE_PUBLIC_HOST']);
+    for (const good of ['db.example.com', 'db.example.com:6432', '[2001:db8::1]:5432', 'data_plane:5432'])
+      expect(validateEnvironment({ DATA_PLANE_PUBLIC_HOST: good }).DATA_PLANE_PUBLIC_HOST).toBe(good);
+  });
+
+  it('refuses a bad DATA_PLANE_PUBLIC_HOST_<REGION> for every region (read by a name built from the region)', () => {
+    for (const region of ALL_REGIONS) {
+      const name = `DATA_PLANE_PUBLIC_HOST_${region}`;
+      expect(problemsOf({ [name]: 'postgres://db.example.com:notaport' })).toEqual([
+        `${name}: ${name} must be HOST or HOST:PORT ([IPv6] or [IPv6]:PORT, port 1-65535), not a URL`,
+      ]);
+      expect(validateEnvironment({ [name]: 'eu.db.example.com:5432' })).toMatchObject({
+        [name]: 'eu.db.example.com:5432',
+      });
+    }
+  });
+
+  it('bounds DATA_PLANE_MAX_DATABASES by its int4 column', () => {
+    expect(validateEnvironment({ DATA_PLANE_MAX_DATABASES: '2147483647' }).DATA_PLANE_MAX_DATABASES).toBe(2147483647);
+    expect(problemsOf({ DATA_PLANE_MAX_DATABASES: '3000000000' })).toEqual([
+      'DATA_PLANE_MAX_DATABASES: DATA_PLANE_MAX_DATABASES must not be greater than 2147483647',
+    ]);
+  });
+
+  it('accepts URL hosts with underscores (Docker Compose service names) in every URL variable', () => {
+    const env = validateEnvironment({
+      DATABASE_URL: 'postgres://postgres:pw@control_db:5432/control_plane',
+      REDIS_URL: 'redis://redis_cache:6379',
+      SMTP_URL: 'smtp://mail_relay:25',
+      DATA_PLANE_URL: 'postgres://postgres@data_plane:5432/postgres',
+      DATA_PLANE_URL_AWS_EU_CENTRAL_1: 'postgres://postgres@data_plane_eu:5432/postgres',
+      PUBLIC_URL: 'http://control_plane:3000',
+    });
+    expect(env.DATABASE_URL).toBe('postgres://postgres:pw@control_db:5432/control_plane');
+    expect(env.REDIS_URL).toBe('redis://redis_cache:6379');
+    expect(env.SMTP_URL).toBe('smtp://mail_relay:25');
+    // Still a URL of the right kind.
+    expect(named({ REDIS_URL: 'http://redis_cache:6379', DATABASE_URL: 'control_db:5432' }).sort()).toEqual([
+      'DATABASE_URL',
+      'REDIS_URL',
+    ]);
+  });
+
+  it('bounds every TTL and grace period at 10 years, keeping the defaults valid', () => {
+    const tenYears = 10 * 365 * 86400;
+    const durations = [
+      'REFRESH_TOKEN_TTL_SECONDS',
+      'INVITE_TTL_SECONDS',
+      'INSTANT_DATABASE_CLAIM_TTL_SECONDS',
+      'DATABASE_DELETION_GRACE_SECONDS',
+    ];
+    for (const name of durations) {
+      expect(validateEnvironment({ [name]: String(tenYears) })).toMatchObject({ [name]: tenYears });
+      expect(problemsOf({ [name]: '10000000000000' })).toEqual([
+        `${name}: ${name} must not be greater than ${tenYears}`,
+      ]);
+      expect(named({ [name]: String(tenYears + 1) })).toEqual([name]);
+    }
+  });
+
+  it('bounds the job backoff at an hour and the billing re-rating interval at 31 days', () => {
+    expect(validateEnvironment({ JOB_BACKOFF_MS: '3600000' }).JOB_BACKOFF_MS).toBe(3600000);
+    expect(named({ JOB_BACKOFF_MS: '3600001' })).toEqual(['JOB_BACKOFF_MS']);
+    expect(validateEnvironment({ BILLING_RATING_INTERVAL_SECONDS: '2678400' }).BILLING_RATING_INTERVAL_SECONDS).toBe(
+      2678400,
+    );
+    expect(named({ BILLING_RATING_INTERVAL_SECONDS: '2678401' })).toEqual(['BILLING_RATING_INTERVAL_SECONDS']);
+  });
+
+  it('reads integer variables only as decimal digits: blank is a problem, not 0, and hex is not read', () => {
+    for (const bad of [' ', '\t', '0x50', '1e3', '0b1', '80abc'])
+      expect({ bad, named: named({ PORT: bad, DATABASE_LOCK_TIMEOUT_MS: bad }).sort() }).toEqual({
+        bad,
+        named: ['DATABASE_LOCK_TIMEOUT_MS', 'PORT'],
+      });
+    expect(validateEnvironment({ PORT: ' 8080 ' }).PORT).toBe(8080);
+    // Empty is unset, as it always was: the default applies.
+    expect(validateEnvironment({ PORT: '', DATABASE_LOCK_TIMEOUT_MS: '' })).toMatchObject({
+      PORT: 3000,
+      DATABASE_LOCK_TIMEOUT_MS: 10000,
+    });
+  });
+
+  it('reads prices and plan limits only as decimal numbers too (a blank price is not free)', () => {
+    for (const bad of [' ', '0x19', '1e2'])
+      expect({ bad, named: named({ PRO_MONTHLY_PRICE_USD: bad }) }).toEqual({ bad, named: ['PRO_MONTHLY_PRICE_USD'] });
+    expect(validateEnvironment({ PRO_MONTHLY_PRICE_USD: ' 19.5 ' }).PRO_MONTHLY_PRICE_USD).toBe(19.5);
+    expect(validateEnvironment({ STORAGE_PRICE_PER_GB_MONTH_USD: '.25' }).STORAGE_PRICE_PER_GB_MONTH_USD).toBe(0.25);
+    expect(named({ PLAN_FREE_MAX_DATABASES: '0x10' })).toEqual(['PLAN_FREE_MAX_DATABASES']);
+    expect(validateEnvironment({ PLAN_FREE_MAX_DATABASES: ' 7 ' }).PLAN_FREE_MAX_DATABASES).toBe(7);
   });
 });

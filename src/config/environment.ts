@@ -12,15 +12,25 @@ import {
   Max,
   Min,
   MinLength,
+  ValidateBy,
   ValidateIf,
   validateSync,
 } from 'class-validator';
+import { isPublicHost, MAX_SERVER_DATABASES, PUBLIC_HOST_FORMAT } from './data-plane-server-values';
+import { parseDecimalInteger, parseDecimalNumber } from './decimal-integer';
 import { ALL_REGIONS } from './regions';
 import { parseCredentialKeys } from './secrets';
 import { parseTrustProxy } from './trust-proxy';
 
-const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
-const toNumber = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
+/**
+ * Numbers are read in decimal only. An empty variable never reaches here (it means unset, as an
+ * absent one does: see validateEnvironment); a blank or otherwise unreadable one stays as given, so
+ * @IsInt/@IsNumber name it, as with booleans and plan limits (Number() read ' ' as 0 and '0x50' as 80).
+ */
+const toInt = ({ value }: { value: unknown }) =>
+  typeof value === 'string' ? (parseDecimalInteger(value) ?? value) : value;
+const toNumber = ({ value }: { value: unknown }) =>
+  typeof value === 'string' ? (parseDecimalNumber(value) ?? value) : value;
 const TRUE_WORDS = ['1', 'true', 'yes', 'on'];
 const FALSE_WORDS = ['0', 'false', 'no', 'off'];
 /** A boolean it cannot read stays as given, so @IsBoolean names it (a typo must not quietly mean false). */
@@ -34,7 +44,7 @@ export type PlanLimit = number | 'unlimited';
 const toLimit = ({ value }: { value: unknown }) => {
   if (typeof value !== 'string') return value;
   const word = value.trim().toLowerCase();
-  return word === 'unlimited' ? word : word === '' ? undefined : Number(word);
+  return word === 'unlimited' ? word : word === '' ? undefined : (parseDecimalInteger(word) ?? value);
 };
 const isCount = (_: object, value: unknown) => value !== 'unlimited';
 /**
@@ -50,7 +60,28 @@ const IsPlanLimit = (): PropertyDecorator => (target, property) => {
   ])
     decorate(target, property);
 };
-const dbUrl = { protocols: ['postgres', 'postgresql'], require_tld: false, require_protocol: true };
+/** Most TTLs and grace periods: ten years, far inside JavaScript's Date range (a larger one would make dates invalid). */
+const TEN_YEARS_SECONDS = 10 * 365 * 86400;
+/**
+ * URL variables: hosts may have underscores (Docker Compose service names such as `control_db`),
+ * which pg, ioredis and nodemailer reach; validator.js refuses them by default.
+ */
+const url = { require_tld: false, require_protocol: true, allow_underscores: true };
+const dbUrl = { ...url, protocols: ['postgres', 'postgresql'] };
+/** A host customers connect to (see data-plane-server-values.ts); the CLI's `--public-host` has the same rule. */
+const IsPublicHost = (): PropertyDecorator => (target, property) => {
+  for (const decorate of [
+    IsOptional(),
+    ValidateBy({
+      name: 'isPublicHost',
+      validator: {
+        validate: (value: unknown) => typeof value === 'string' && isPublicHost(value),
+        defaultMessage: () => `$property must be ${PUBLIC_HOST_FORMAT}`,
+      },
+    }),
+  ])
+    decorate(target, property);
+};
 
 /**
  * Every environment variable the service reads, with its default. Validated once at boot;
@@ -73,7 +104,7 @@ export class EnvironmentVariables {
   @Max(65535)
   WORKER_PORT = 3001;
 
-  @IsUrl({ require_tld: false, require_protocol: true, protocols: ['http', 'https'] })
+  @IsUrl({ ...url, protocols: ['http', 'https'] })
   PUBLIC_URL = 'http://localhost:3000';
 
   /**
@@ -122,7 +153,7 @@ export class EnvironmentVariables {
   @Max(3600)
   DATABASE_BOOT_WAIT_SECONDS = 60;
 
-  @IsUrl({ protocols: ['redis', 'rediss'], require_tld: false, require_protocol: true })
+  @IsUrl({ ...url, protocols: ['redis', 'rediss'] })
   REDIS_URL = 'redis://127.0.0.1:6379';
 
   /** Prefix of every Bull key in Redis; lets several deployments (or test runs) share one Redis. */
@@ -130,7 +161,7 @@ export class EnvironmentVariables {
   @MinLength(1)
   QUEUE_PREFIX = 'bull';
 
-  @IsUrl({ protocols: ['smtp', 'smtps'], require_tld: false, require_protocol: true })
+  @IsUrl({ ...url, protocols: ['smtp', 'smtps'] })
   SMTP_URL = 'smtp://127.0.0.1:1025';
 
   @IsString()
@@ -153,21 +184,17 @@ export class EnvironmentVariables {
   DATA_PLANE_URL_AZURE_EASTUS?: string;
 
   /** Host (and port) customers connect to, when it differs from the admin connection's host. */
-  @IsOptional()
-  @IsString()
+  @IsPublicHost()
   DATA_PLANE_PUBLIC_HOST?: string;
 
   /** Per-region public host (and port), for regions whose DATA_PLANE_URL_<REGION> points elsewhere. */
-  @IsOptional()
-  @IsString()
+  @IsPublicHost()
   DATA_PLANE_PUBLIC_HOST_AWS_US_WEST_2?: string;
 
-  @IsOptional()
-  @IsString()
+  @IsPublicHost()
   DATA_PLANE_PUBLIC_HOST_AWS_EU_CENTRAL_1?: string;
 
-  @IsOptional()
-  @IsString()
+  @IsPublicHost()
   DATA_PLANE_PUBLIC_HOST_AZURE_EASTUS?: string;
 
   /**
@@ -183,6 +210,7 @@ export class EnvironmentVariables {
   @Transform(toInt)
   @IsInt()
   @Min(1)
+  @Max(MAX_SERVER_DATABASES)
   DATA_PLANE_MAX_DATABASES = 1000;
 
   /**
@@ -301,6 +329,7 @@ export class EnvironmentVariables {
   @Transform(toInt)
   @IsInt()
   @Min(60)
+  @Max(TEN_YEARS_SECONDS)
   REFRESH_TOKEN_TTL_SECONDS = 30 * 86400;
 
   /** Lifetime of an OAuth authorization code (single-use; the client redeems it within seconds). */
@@ -330,6 +359,7 @@ export class EnvironmentVariables {
   @Transform(toInt)
   @IsInt()
   @Min(0)
+  @Max(TEN_YEARS_SECONDS)
   DATABASE_DELETION_GRACE_SECONDS = 86400;
 
   @Transform(toInt)
@@ -352,6 +382,7 @@ export class EnvironmentVariables {
   @Transform(toInt)
   @IsInt()
   @Min(1)
+  @Max(TEN_YEARS_SECONDS)
   INVITE_TTL_SECONDS = 7 * 86400;
 
   /** Invite e-mails one developer may cause per hour (deleted invites count too). */
@@ -397,9 +428,14 @@ export class EnvironmentVariables {
   @Min(1)
   JOB_ATTEMPTS = 8;
 
+  /**
+   * Base delay of a failed job's exponential backoff (at most an hour: with 8 attempts the last retry
+   * then comes about 5 days after the one before).
+   */
   @Transform(toInt)
   @IsInt()
   @Min(10)
+  @Max(3600000)
   JOB_BACKOFF_MS = 2000;
 
   @Transform(toInt)
@@ -437,10 +473,14 @@ export class EnvironmentVariables {
   @Max(100000)
   PRO_MONTHLY_PRICE_USD = 25;
 
-  /** How often the periodic billing sweep re-rates the current and previous month of every workspace. */
+  /**
+   * How often the periodic billing sweep re-rates the current and previous month of every workspace
+   * (at most 31 days: a longer interval could let a month close without a sweep re-rating it).
+   */
   @Transform(toInt)
   @IsInt()
   @Min(0)
+  @Max(31 * 86400)
   BILLING_RATING_INTERVAL_SECONDS = 300;
 
   /** Price in US dollars of one GB (10^9 bytes) held for a whole month (the average size over the month). */
@@ -545,6 +585,7 @@ export class EnvironmentVariables {
   @Transform(toInt)
   @IsInt()
   @Min(60)
+  @Max(TEN_YEARS_SECONDS)
   INSTANT_DATABASE_CLAIM_TTL_SECONDS = 86400;
 
   /** Whether a level may have dedicated compute instances. */

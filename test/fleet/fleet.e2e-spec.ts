@@ -280,9 +280,17 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
     const zero = await cli(['server:update', '--id', second, '--max-databases', '0']);
     expect(zero.code).toBe(1);
     expect(zero.stderr).toMatch(/--max-databases must be a whole number from 1/);
-    const badHost = await cli(['server:update', '--id', second, '--public-host', 'db/other@host']);
-    expect(badHost.code).toBe(1);
-    expect(badHost.stderr).toMatch(/--public-host must be HOST or HOST:PORT/);
+    // Past the int4 column (failed at PostgreSQL with its raw message) and in hex: refused first.
+    for (const capacity of ['3000000000', '0x10']) {
+      const refused = await cli(['server:update', '--id', second, '--max-databases', capacity]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/--max-databases must be a whole number from 1 to 2147483647/);
+    }
+    for (const host of ['db/other@host', 'postgres://db.example.com:notaport', 'db.example.com:99999']) {
+      const badHost = await cli(['server:update', '--id', second, '--public-host', host]);
+      expect(badHost.code).toBe(1);
+      expect(badHost.stderr).toMatch(/--public-host must be HOST or HOST:PORT/);
+    }
     const unknown = await cli(['server:update', '--id', randomUUID(), '--max-databases', '5']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No data-plane server/);
