@@ -77,6 +77,7 @@ export class JobDispatcher implements OnModuleInit {
     const { queue, name } = JOBS[job];
     if (!this.answering(queue)) {
       this.logger.warn({ queue, job: name, jobId: options.jobId }, 'Redis away: not enqueued; the reconciler will');
+      this.notEnqueued();
       return false;
     }
     const add = (bull: Queue) =>
@@ -99,8 +100,15 @@ export class JobDispatcher implements OnModuleInit {
         { queue, job: name, jobId: options.jobId, err: String(err) },
         'enqueue failed; the reconciler will retry',
       );
+      this.notEnqueued();
       return false;
     }
+  }
+
+  /** A reconcile task's job not enqueued: the task has not done its work (reported failed, retried next pass). */
+  private notEnqueued(): void {
+    const tally = currentReconcileTally.getStore();
+    if (tally) tally.notEnqueued++;
   }
 
   /**

@@ -4,6 +4,8 @@ import type { QueueName } from './queue-names';
 /** What one reconcile task dispatched during a pass, counted by the dispatcher. */
 export class ReconcileTally {
   readonly enqueued = new Map<QueueName, number>();
+  /** Jobs the task owed and could not enqueue (Redis away or refusing): its work is not done. */
+  notEnqueued = 0;
 
   count(queue: QueueName): void {
     this.enqueued.set(queue, (this.enqueued.get(queue) ?? 0) + 1);

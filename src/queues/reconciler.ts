@@ -61,6 +61,9 @@ export class Reconciler implements OnApplicationShutdown {
       this.figures.taskRuns.set(name, runs);
       try {
         await currentReconcileTally.run(tally, task);
+        if (tally.notEnqueued) {
+          throw new Error(`${tally.notEnqueued} jobs it owed could not be enqueued (Redis away or refusing)`);
+        }
         runs.ok++;
       } catch (err) {
         runs.failed++;

@@ -306,6 +306,10 @@ describe('operator CLI (dist/src/cli.js)', () => {
       } finally {
         await db.end();
       }
+      // With Redis away nothing can be enqueued: the pass has not done its work, and says so.
+      const away = await runCli(['reconcile'], { ...env, REDIS_URL: 'redis://127.0.0.1:1' });
+      expect(away.code).toBe(1);
+      expect(away.stderr).toMatch(/reconcile tasks failed: .*databases/);
       const pass = await runCli(['reconcile'], env);
       expect({ code: pass.code, stderr: pass.stderr }).toEqual({ code: 0, stderr: '' });
       expect(pass.json).toEqual({
