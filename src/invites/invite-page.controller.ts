@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { AuthAttemptsGuard } from '../auth/oauth/auth-attempts.guard';
 import { Public } from '../auth/public.decorator';
 import { ApiException } from '../common/errors/api-exception';
+import { FormReadable } from '../common/http/form-readable.guard';
 import { escapeHtml, htmlPage, sendPage } from '../common/http/html';
 import { PageErrorsFilter } from '../common/http/page-errors.filter';
 import { DevelopersService } from '../developers/developers.service';
@@ -55,7 +56,7 @@ export class InvitePageController {
    * oracle for the invitee's account. Attempts without the proof are counted too.
    */
   @Post('join')
-  @UseGuards(AuthAttemptsGuard)
+  @UseGuards(FormReadable, AuthAttemptsGuard)
   async join(@Body() body: JoinFormDto, @Res() res: Response): Promise<void> {
     let invite;
     try {

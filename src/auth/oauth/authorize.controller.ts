@@ -2,6 +2,7 @@ import { Body, Controller, Get, Post, Query, Res, UseFilters, UseGuards } from '
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiException } from '../../common/errors/api-exception';
+import { FormReadable } from '../../common/http/form-readable.guard';
 import { sendPage } from '../../common/http/html';
 import { PageErrorsFilter } from '../../common/http/page-errors.filter';
 import { DevelopersService } from '../../developers/developers.service';
@@ -40,7 +41,7 @@ export class AuthorizeController {
   }
 
   @Post()
-  @UseGuards(AuthAttemptsGuard)
+  @UseGuards(FormReadable, AuthAttemptsGuard)
   async submit(@Body() body: Record<string, unknown>, @Res() res: Response): Promise<void> {
     const form = body ?? {};
     const check = await this.requests.check(form);

@@ -3,7 +3,11 @@ import type { AuthorizationParameters } from './authorization-requests.service';
 
 /**
  * The login form of the authorization endpoint: plain HTML, no script, labelled inputs named
- * `email` and `password`, the authorization request carried in hidden fields.
+ * `email` and `password`, the authorization request carried in hidden fields. The form has no
+ * `action`, so it posts to the URL the page was served from (HTML's form submission algorithm): that
+ * works at `/authorize`, at `/authorize/` and behind a proxy's path prefix, where any relative or
+ * absolute path would break one of them. The query string the GET carried goes along and is ignored:
+ * the POST reads the body only.
  */
 export function renderLoginPage(options: {
   clientName: string;
@@ -22,7 +26,7 @@ export function renderLoginPage(options: {
   return htmlPage(
     'Sign in',
     `<p>to continue to <strong>${escapeHtml(options.clientName)}</strong></p>
-${error}<form method="post" action="authorize">
+${error}<form method="post">
 ${hidden}
 <label for="email">E-mail</label>
 <input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(options.email ?? '')}"${described}>

@@ -1,4 +1,4 @@
-import { Body, Controller, Headers, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -18,16 +18,19 @@ import { TokenEndpointService } from './token-endpoint.service';
 import { tokenError } from './token-errors';
 import { TokenErrorBody, TokenResponseBody } from './token.response';
 import { ApiErrorResponse } from '../../common/http/api-errors.decorator';
+import { FormReadable } from '../../common/http/form-readable.guard';
+import { TokenErrorsFilter } from './token-errors.filter';
 
 @ApiTags('oauth2')
 @Public()
+@UseFilters(TokenErrorsFilter)
 @Controller('oauth2')
 export class TokenController {
   constructor(private readonly tokens: TokenEndpointService) {}
 
   @Post('token')
   @HttpCode(200)
-  @UseGuards(TokenAttemptsGuard)
+  @UseGuards(FormReadable, TokenAttemptsGuard)
   @ApiOperation({
     operationId: 'getToken',
     summary: 'Exchange an authorization code, a refresh token or client credentials for tokens',
@@ -57,8 +60,13 @@ export class TokenController {
     }
     const form: Record<string, string> = {};
     for (const [name, value] of Object.entries(body ?? {})) {
-      if (Array.isArray(value)) throw tokenError('invalid_request', `${name} is given more than once`);
-      if (typeof value === 'string') form[name] = value;
+      // RFC 6749 §3.2: a parameter sent without a value is treated as omitted (an empty `scope=` is
+      // no scope asked, not an unknown one), and only what is left counts towards "more than once".
+      const values = (Array.isArray(value) ? value : [value]).filter(
+        (v): v is string => typeof v === 'string' && v !== '',
+      );
+      if (values.length > 1) throw tokenError('invalid_request', `${name} is given more than once`);
+      if (values.length === 1) form[name] = values[0];
     }
     const response = await this.tokens.exchange(authorization, form);
     res.setHeader('Cache-Control', 'no-store');
