@@ -1,3 +1,4 @@
+import { messageOf } from './common/errors/message-of';
 import { AppConfig } from './config/app-config';
 import { InvalidEnvironmentError } from './config/environment';
 import { migrateDatabase } from './database/data-source-options';
@@ -40,4 +41,18 @@ export async function bootstrapChecks(): Promise<AppConfig> {
 function describe(err: unknown): string {
   const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
   return typeof code === 'string' ? code : typeof message === 'string' ? message : String(err);
+}
+
+/**
+ * Runs an entry point's start-up: a failure the operator can act on (a port in use, an address
+ * not available: a system error) is one line and exit 1, not an unhandled rejection's stack; any
+ * other failure is that line and its stack, for a bug report.
+ */
+export function runMain(main: () => Promise<void>): void {
+  main().catch((err: unknown) => {
+    const systemError = typeof (err as { syscall?: unknown } | null)?.syscall === 'string';
+    const stack = !systemError && err instanceof Error && err.stack ? `\n${err.stack}` : '';
+    process.stderr.write(`Could not start: ${messageOf(err)}${stack}\n`);
+    process.exit(1);
+  });
 }

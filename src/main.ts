@@ -4,7 +4,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ApiModule } from './api.module';
 import { configureApp } from './app.setup';
 import { Logger } from 'nestjs-pino';
-import { bootstrapChecks } from './bootstrap';
+import { bootstrapChecks, runMain } from './bootstrap';
 import { closeOnSignals } from './shutdown';
 
 async function main(): Promise<void> {
@@ -18,4 +18,4 @@ async function main(): Promise<void> {
   await app.listen(config.env.PORT);
 }
 
-void main();
+runMain(main);

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
-import { bootstrapChecks } from './bootstrap';
+import { bootstrapChecks, runMain } from './bootstrap';
 import { closeOnSignals } from './shutdown';
 import { WorkerModule } from './worker.module';
 
@@ -19,4 +19,4 @@ async function main(): Promise<void> {
   logger.log('worker started');
 }
 
-void main();
+runMain(main);

@@ -115,6 +115,29 @@ describe('entry points (built app)', () => {
     }
   });
 
+  it('refuses to start on a port already in use with a one-line reason, not a stack trace, exit 1', async () => {
+    const taken = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => taken.listen(port, resolve));
+    try {
+      for (const [script, variable] of [
+        ['main.js', 'PORT'],
+        ['worker.js', 'WORKER_PORT'],
+      ]) {
+        const result = await run(script, {
+          QUEUE_PREFIX: `port-taken-${Date.now()}`,
+          DATABASE_POOL_TARGET: '0',
+          [variable]: String(port),
+        });
+        expect({ script, code: result.code }).toEqual({ script, code: 1 });
+        expect(result.output).toContain(`Could not start: listen EADDRINUSE: address already in use :::${port}`);
+        expect(result.output).not.toMatch(/^\s+at /m);
+      }
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
   it('gives up on an unreachable metadata database after DATABASE_BOOT_WAIT_SECONDS, exit 1', async () => {
     const unreachable = new URL(process.env.DATABASE_URL!);
     unreachable.hostname = '127.0.0.1';
