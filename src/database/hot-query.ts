@@ -16,11 +16,25 @@ export async function readRows<T>(
   params: unknown[],
 ): Promise<T[]> {
   const pool = metadataPool(dataSource);
-  const { rows } =
-    typeof statement === 'string'
-      ? await pool.query(statement, params)
-      : await pool.query({ name: statement.name, text: statement.text, values: params });
-  return rows as T[];
+  if (typeof statement === 'string') return (await pool.query(statement, params)).rows as T[];
+  const query = { name: statement.name, text: statement.text, values: params };
+  // A migration (another process's: a newer replica booting, the CLI) that changed what the
+  // statement returns breaks it on every connection that prepared it before (PostgreSQL answers
+  // 0A000 at each run, never planning it again). pool.query lets a connection that failed go, so
+  // each attempt here retires one such connection; a new one prepares the statement afresh.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await pool.query(query)).rows as T[];
+    } catch (err) {
+      if (!isStalePlan(err) || attempt > pool.options.max) throw err;
+    }
+  }
+}
+
+/** PostgreSQL's refusal to run a prepared statement whose result's columns changed under it (0A000). */
+function isStalePlan(err: unknown): boolean {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  return code === '0A000' && typeof message === 'string' && message.includes('cached plan must not change result type');
 }
 
 /**
