@@ -350,13 +350,14 @@ export class DataPlane implements OnApplicationShutdown {
     const target = await this.servers.target(serverId);
     const db = new Client({ ...this.connectionOptions(), connectionString: target.url });
     db.on('error', () => undefined);
+    const askedAt = Date.now();
     try {
       await db.connect();
       await db.query('SELECT 1');
-      this.answers.answered(serverId);
+      this.answers.answered(serverId, askedAt);
       return true;
     } catch (err) {
-      this.answers.unanswered(serverId, messageOf(err));
+      this.answers.unanswered(serverId, messageOf(err), askedAt);
       return false;
     } finally {
       await db.end().catch(() => undefined);
@@ -795,6 +796,7 @@ export class DataPlane implements OnApplicationShutdown {
     }
     let lock: PoolClient | undefined;
     let broken: Error | undefined;
+    const askedAt = Date.now();
     try {
       try {
         lock = await this.lockPool(target).connect();
@@ -802,11 +804,11 @@ export class DataPlane implements OnApplicationShutdown {
           'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
           [key],
         );
-        this.answers.answered(target.id);
+        this.answers.answered(target.id, askedAt);
         if (!rows[0]?.locked) return undefined;
       } catch (err) {
         if (lock) broken = err instanceof Error ? err : new Error(String(err));
-        throw this.failed(target, err);
+        throw this.failed(target, err, askedAt);
       } finally {
         if (asking) this.answers.doneAsking(target.id);
       }
@@ -928,13 +930,14 @@ export class DataPlane implements OnApplicationShutdown {
    */
   private async on<T>(serverId: string, work: (target: DataPlaneTarget) => Promise<T>): Promise<T> {
     const target = await this.servers.target(serverId);
+    const askedAt = Date.now();
     let result: T;
     try {
       result = await work(target);
     } catch (err) {
-      throw this.failed(target, err);
+      throw this.failed(target, err, askedAt);
     }
-    this.answers.answered(target.id);
+    this.answers.answered(target.id, askedAt);
     return result;
   }
 
@@ -942,11 +945,11 @@ export class DataPlane implements OnApplicationShutdown {
    * A failed call as a DataPlaneError (`err` itself when it is one), noting whether the server
    * answered: a refusal on the merits is an answer, and so is one database's full connection limit.
    */
-  private failed(target: DataPlaneTarget, err: unknown): DataPlaneError {
+  private failed(target: DataPlaneTarget, err: unknown, askedAt: number): DataPlaneError {
     const failure =
       err instanceof DataPlaneError ? err : new DataPlaneError(target.region, target.id, isUnavailability(err), err);
-    if (failure.serverUnanswered) this.answers.unanswered(target.id, failure.message);
-    else this.answers.answered(target.id);
+    if (failure.serverUnanswered) this.answers.unanswered(target.id, failure.message, askedAt);
+    else this.answers.answered(target.id, askedAt);
     return failure;
   }
 

@@ -24,6 +24,20 @@ describe('ServerAnswers', () => {
     expect(answers.answering(id)).toBe(true);
   });
 
+  it('keeps the news of the call begun last: a slow call that began earlier and ends later does not replace it', () => {
+    const answers = new ServerAnswers();
+    const began = Date.now();
+    // A call begun at `began` times out only after one begun a second later got an answer.
+    answers.answered(id, began + 1000);
+    answers.unanswered(id, 'timeout exceeded when trying to connect', began);
+    expect(answers.answering(id)).toBe(true);
+    expect(answers.lastFailure(id)).toBeUndefined();
+    // And the other way round: a late success of an older call does not hide a newer failure.
+    answers.unanswered(id, 'Connection terminated unexpectedly', began + 2000);
+    answers.answered(id, began + 1500);
+    expect(answers.answering(id)).toBe(false);
+  });
+
   it('remembers why a server last did not answer, until it answers', () => {
     const answers = new ServerAnswers();
     expect(answers.lastFailure(id)).toBeUndefined();

@@ -11,6 +11,8 @@ export const ASK_AGAIN_AFTER_MS = 5_000;
 interface News {
   answered: boolean;
   at: number;
+  /** When the call that brought it began: news of a call begun earlier never replaces it. */
+  askedAt: number;
   /** Why it did not answer (the failure's message), when known. */
   reason?: string;
 }
@@ -32,14 +34,27 @@ export class ServerAnswers {
   private readonly news = new Map<string, News>();
   private readonly asking = new Set<string>();
 
-  /** The server answered (a call succeeded, or was refused on its merits). */
-  answered(serverId: string): void {
-    this.news.set(serverId, { answered: true, at: Date.now() });
+  /** The server answered (a call begun at `askedAt` succeeded, or was refused on its merits). */
+  answered(serverId: string, askedAt = Date.now()): void {
+    this.record(serverId, { answered: true, at: Date.now(), askedAt });
   }
 
-  /** The server did not answer (connect timeout, our statement timeouts, refused logins…), and why. */
-  unanswered(serverId: string, reason?: string): void {
-    this.news.set(serverId, { answered: false, at: Date.now(), reason });
+  /**
+   * The server did not answer a call begun at `askedAt` (connect timeout, our statement timeouts,
+   * refused logins…), and why.
+   */
+  unanswered(serverId: string, reason?: string, askedAt = Date.now()): void {
+    this.record(serverId, { answered: false, at: Date.now(), askedAt, reason });
+  }
+
+  /**
+   * Keeps the news of the call begun last: a slow call begun before the server came back (or went
+   * away), ending after a later call's news, would otherwise undo it (a healthy server second
+   * choice for UNANSWERED_FOR_MS).
+   */
+  private record(serverId: string, news: News): void {
+    const known = this.news.get(serverId);
+    if (!known || known.askedAt <= news.askedAt) this.news.set(serverId, news);
   }
 
   /** Why the server last did not answer, when that is the latest news of it and its reason is known. */

@@ -202,6 +202,7 @@ export class TelemetrySampler {
     const telemetry = new ServerTelemetry(access.admin, STATS_TIMEOUT_MS);
     const names = server.databases.map((d) => d.physicalName);
 
+    const askedAt = Date.now();
     const counters = new Map<string, DatabaseCounters>();
     let statements: Map<string, StatementCounters> | null = new Map();
     let statisticsUnanswered = false;
@@ -222,8 +223,8 @@ export class TelemetrySampler {
     }
     // What placement knows of the server (this process's view, see ServerAnswers).
     if (names.length) {
-      if (statisticsUnanswered) this.answers.unanswered(server.key, statisticsFailure);
-      else this.answers.answered(server.key);
+      if (statisticsUnanswered) this.answers.unanswered(server.key, statisticsFailure, askedAt);
+      else this.answers.answered(server.key, askedAt);
     }
     const probes = await this.probe(server, access.databaseUrl, statisticsUnanswered);
     const unprobed = probes.filter((p) => p === null).length;
