@@ -60,6 +60,9 @@ export class DataPlaneServers implements OnModuleInit {
   private cached?: { at: number; servers: Promise<DataPlaneServerView[]> };
   /** The last copy of the fleet read (see directory). */
   private lastRead?: DataPlaneServerView[];
+  /** Directory reads begun, and the latest of them whose result was applied (see directory). */
+  private readsBegun = 0;
+  private readApplied = 0;
   private registered?: Promise<void>;
   private readonly releases = new Map<string, ServerRelease>();
   private readonly goneListeners: ((serverId: string) => void)[] = [];
@@ -124,12 +127,23 @@ export class DataPlaneServers implements OnModuleInit {
    */
   async directory(fresh = false): Promise<DataPlaneServerView[]> {
     if (fresh || !this.cached || Date.now() - this.cached.at > DIRECTORY_TTL_MS) {
+      const read = ++this.readsBegun;
       const servers = this.servers.all().then((rows) => {
-        this.forgetStale(rows);
-        return (this.lastRead = rows.map(viewOf));
+        const views = rows.map(viewOf);
+        // A read begun before the one applied last (a fresh read overtook it) found an older fleet:
+        // it answers its caller but neither becomes the copy nor lets go of what the newer one found.
+        if (read > this.readApplied) {
+          this.readApplied = read;
+          this.forgetStale(rows);
+          this.lastRead = views;
+        }
+        return views;
       });
-      this.cached = { at: Date.now(), servers };
-      servers.catch(() => (this.cached = undefined));
+      const cached = { at: Date.now(), servers };
+      this.cached = cached;
+      servers.catch(() => {
+        if (this.cached === cached) this.cached = undefined;
+      });
     }
     const last = this.lastRead;
     return fresh || !last ? this.cached.servers : this.cached.servers.catch(() => last);

@@ -51,6 +51,32 @@ describe('the fleet as a process knows it (DataPlaneServers.directory)', () => {
     expect(reads()).toBe(3);
   });
 
+  it('keeps what the read begun last found: one begun earlier and ending later does not replace it', async () => {
+    jest.useFakeTimers({ now: new Date('2026-11-27T12:00:00Z') });
+    const added: DataPlaneServerEntity = { ...server, id: 's2' };
+    let finishSlowRead: (rows: DataPlaneServerEntity[]) => void = () => undefined;
+    const answers: (() => Promise<DataPlaneServerEntity[]>)[] = [
+      () => new Promise((resolve) => (finishSlowRead = resolve)), // begun before s2 was added
+      () => Promise.resolve([server, added]), // a fresh read after it
+      () => Promise.reject(new Error('metadata database away')),
+    ];
+    let n = 0;
+    const directory = new DataPlaneServers(
+      { all: () => answers[n++]() } as unknown as DataPlaneServersRepository,
+      {} as MetadataTransactions,
+      {} as AppConfig,
+      {} as SecretBox,
+      {} as Reconciler,
+    );
+    const slow = directory.directory();
+    expect((await directory.directory(true)).map((s) => s.id)).toEqual(['s1', 's2']);
+    finishSlowRead([server]);
+    await slow;
+    // The copy a failed read falls back on is the newer one.
+    jest.setSystemTime(new Date('2026-11-27T12:00:05Z'));
+    expect((await directory.directory()).map((s) => s.id)).toEqual(['s1', 's2']);
+  });
+
   it('still fails a read asked to be fresh, and a first read, when the metadata database fails', async () => {
     const { directory } = serversReading(['fail', 'answer', 'fail']);
     await expect(directory.directory()).rejects.toThrow('metadata database away');
