@@ -7,6 +7,7 @@ import {
   PUBLIC_HOST_FORMAT,
   serverCapacityOf,
 } from './config/data-plane-server-values';
+import { parseDecimalInteger } from './config/decimal-integer';
 import { CREATABLE_REGIONS, type Region } from './config/regions';
 import { messageOf } from './common/errors/message-of';
 
@@ -74,8 +75,8 @@ const COMMANDS: Record<string, Command> = {
       const email = required(options, 'email');
       let ttl: number | undefined;
       if (options.ttl !== undefined) {
-        ttl = Number(options.ttl);
-        if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_TTL_SECONDS) {
+        ttl = typeof options.ttl === 'string' ? parseDecimalInteger(options.ttl) : undefined;
+        if (ttl === undefined || ttl < 1 || ttl > MAX_TTL_SECONDS) {
           throw new UsageError(`--ttl must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}`);
         }
       }

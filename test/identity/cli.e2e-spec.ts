@@ -186,6 +186,9 @@ describe('operator CLI (dist/src/cli.js)', () => {
       [['developer:create', '--email', uniqueEmail(), '--unknown', 'x'], /Unknown option '--unknown'/],
       [['token:issue', '--email', 'nobody@example.test'], /No developer with e-mail/],
       [['token:issue', '--email', 'nobody@example.test', '--ttl', 'soon'], /--ttl must be/],
+      // Decimal only: not read as 120 or 1000.
+      [['token:issue', '--email', 'nobody@example.test', '--ttl', '0x78'], /--ttl must be/],
+      [['token:issue', '--email', 'nobody@example.test', '--ttl', '1e3'], /--ttl must be/],
       [['client:create', '--client-id', 'x'], /--redirect-uri is required/],
       [['client:create', '--client-id', 'x', '--redirect-uri', 'http://app.example/cb'], /must use https/],
       [['client:create', '--client-id', 'nilecli', '--redirect-uri', 'https://a.example/cb'], /already exists/],
