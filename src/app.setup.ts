@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Logger } from 'nestjs-pino';
 import { REQUIRED_SCOPE_EXTENSION } from './auth/required-scope';
+import { isFormRoute } from './common/http/form-routes';
 import { answerClientErrors } from './common/http/client-errors';
 import { AppConfig } from './config/app-config';
 import { parseTrustProxy } from './config/trust-proxy';
@@ -90,11 +91,12 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   );
   answerClientErrors(app.getHttpServer());
   // A GET's (or HEAD's) body has no meaning (RFC 9110) and no route reads one: it is not parsed, so
-  // a malformed one is not refused either.
+  // a malformed one is not refused either; nor is one sent to a form route (isFormRoute), whose
+  // route answers it.
   app.useBodyParser('json', {
     limit: config.env.BODY_LIMIT_BYTES,
     type: (req: IncomingMessage) =>
-      req.method !== 'GET' && req.method !== 'HEAD' && !!(req as Request).is('application/json'),
+      req.method !== 'GET' && req.method !== 'HEAD' && !isFormRoute(req) && !!(req as Request).is('application/json'),
   });
   // Forms are read only on the routes that take them (FormBody); JsonBodyOfAnyType reads the rest.
 

@@ -1,5 +1,6 @@
-import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { FormBody } from '../common/http/form-body.middleware';
+import { JOIN_FORM } from '../common/http/form-routes';
 import { DevelopersModule } from '../developers/developers.module';
 import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { InviteAcceptanceController } from './invite-acceptance.controller';
@@ -18,6 +19,6 @@ import { Mailer } from './mailer.service';
 export class InvitesModule implements NestModule {
   /** The join page's form. */
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(FormBody).forRoutes({ path: 'invites/join', method: RequestMethod.POST });
+    consumer.apply(FormBody).forRoutes(JOIN_FORM);
   }
 }

@@ -71,6 +71,34 @@ describe('forms the form parser cannot read are answered by their route', () => 
   it.each(UNREADABLE)('invite join form: $label is a page', async (c) => {
     expectRefusalPage(await send('/invites/join', c), c.status, escapeHtml(c.message));
   });
+
+  describe('a malformed body sent as JSON, which these routes do not read', () => {
+    const json = (path: string) =>
+      t.http.post(path).set('Content-Type', 'application/json').send('{"grant_type": "authorization_code",');
+
+    it('token endpoint: the RFC 6749 error that it takes forms, never cached', async () => {
+      for (const path of ['/oauth2/token', '/OAuth2/Token/']) {
+        const res = await json(path);
+        expect({ status: res.status, error: res.body.error, message: res.body.message }).toEqual({
+          status: 400,
+          error: 'invalid_request',
+          message: 'The body must be application/x-www-form-urlencoded',
+        });
+        expect(res.headers['cache-control']).toBe('no-store');
+      }
+    });
+
+    it('login and join forms: a page, not the JSON parser’s error', async () => {
+      for (const path of ['/authorize', '/invites/join']) {
+        const res = await json(path);
+        expect({ path, status: res.status, type: res.headers['content-type'] }).toEqual({
+          path,
+          status: 400,
+          type: expect.stringMatching(/^text\/html/),
+        });
+      }
+    });
+  });
 });
 
 describe('the token endpoint’s other refusals', () => {

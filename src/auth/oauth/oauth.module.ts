@@ -1,7 +1,8 @@
-import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { SecretHasherModule } from '../../common/crypto/secret-hasher';
 import { FormBody } from '../../common/http/form-body.middleware';
+import { LOGIN_FORM, TOKEN_FORM } from '../../common/http/form-routes';
 import { AppConfig } from '../../config/app-config';
 import { DevelopersModule } from '../../developers/developers.module';
 import { AuthAttemptsGuard, TokenAttemptsGuard } from './auth-attempts.guard';
@@ -51,11 +52,6 @@ import { WellKnownController } from './well-known.controller';
 export class OAuthModule implements NestModule {
   /** The token endpoint and the login page take forms. */
   configure(consumer: MiddlewareConsumer): void {
-    consumer
-      .apply(FormBody)
-      .forRoutes(
-        { path: 'oauth2/token', method: RequestMethod.POST },
-        { path: 'authorize', method: RequestMethod.POST },
-      );
+    consumer.apply(FormBody).forRoutes(TOKEN_FORM, LOGIN_FORM);
   }
 }
