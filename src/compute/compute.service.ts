@@ -157,7 +157,8 @@ export class ComputeService {
       throw new ApiException(ErrorCode.BadRequest, 'Nothing to update: give instanceSize and/or instanceName');
     }
     const database = await this.databases.findOperable(workspace, databaseName);
-    const types = await this.allTypes();
+    // The sizes are read only for a resize (a rename needs none).
+    const types = dto.instanceSize === undefined ? [] : await this.allTypes();
     const type = dto.instanceSize === undefined ? undefined : this.resolveType(types, dto.instanceSize);
     const { instance, resized } = await this.txHost.withNewTransaction(async () => {
       // A size asked for may be a change that counts: the turn of the database's changes first, as a
