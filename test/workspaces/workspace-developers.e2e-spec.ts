@@ -10,7 +10,7 @@ describe('developers of a workspace', () => {
 
   const unique = () => Math.random().toString(36).slice(2, 8);
 
-  async function workspaceWith(...members: { developer: { id: string }; auth: { Authorization: string } }[]) {
+  async function workspaceWith(...members: Member[]) {
     const [owner, ...rest] = members;
     const ws = (
       await t.http
@@ -26,6 +26,24 @@ describe('developers of a workspace', () => {
       ]);
     }
     return ws as { id: string; slug: string };
+  }
+
+  type Member = { developer: { id: string }; auth: { Authorization: string } };
+
+  /**
+   * `x` removes `y` while `y` removes `x`, both past the guard as members. Each removal's delete
+   * sleeps, so removals that did not take turns would both count the other and both delete.
+   */
+  function removeEachOther(ws: { id: string; slug: string }, x: Member, y: Member) {
+    return withSlowRows(
+      t.dataSource,
+      { table: 'workspace_members', on: 'DELETE', when: `OLD.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
+      () =>
+        Promise.all([
+          t.http.delete(`/workspaces/${ws.slug}/developers/${y.developer.id}`).set(x.auth),
+          t.http.delete(`/workspaces/${ws.slug}/developers/${x.developer.id}`).set(y.auth),
+        ]),
+    );
   }
 
   it('lists the members, showing only workspaces the caller shares with them', async () => {
@@ -102,16 +120,7 @@ describe('developers of a workspace', () => {
     const a = await createDeveloperWithToken(t.app);
     const b = await createDeveloperWithToken(t.app);
     const ws = await workspaceWith(a, b);
-    // Each removal's delete sleeps: removals that did not take turns would both count the other and both delete.
-    const answers = await withSlowRows(
-      t.dataSource,
-      { table: 'workspace_members', on: 'DELETE', when: `OLD.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
-      () =>
-        Promise.all([
-          t.http.delete(`/workspaces/${ws.slug}/developers/${b.developer.id}`).set(a.auth),
-          t.http.delete(`/workspaces/${ws.slug}/developers/${a.developer.id}`).set(b.auth),
-        ]),
-    );
+    const answers = await removeEachOther(ws, a, b);
     expect(answers.map((r) => r.status).sort()).toEqual([204, 403]);
     // The second in turn finds its caller removed by the first, as it would had it come after it.
     expect(answers.find((r) => r.status === 403)!.body).toEqual({
@@ -134,17 +143,9 @@ describe('developers of a workspace', () => {
     const b = await createDeveloperWithToken(t.app);
     const c = await createDeveloperWithToken(t.app);
     const ws = await workspaceWith(a, b, c);
-    // A removes C while C removes A: both pass the guard as members; the removals take turns, and the
-    // second finds its caller removed by the first.
-    const answers = await withSlowRows(
-      t.dataSource,
-      { table: 'workspace_members', on: 'DELETE', when: `OLD.workspace_id = '${ws.id}'::uuid`, seconds: 0.3 },
-      () =>
-        Promise.all([
-          t.http.delete(`/workspaces/${ws.slug}/developers/${c.developer.id}`).set(a.auth),
-          t.http.delete(`/workspaces/${ws.slug}/developers/${a.developer.id}`).set(c.auth),
-        ]),
-    );
+    // A removes C while C removes A: the removals take turns, and the second finds its caller removed
+    // by the first.
+    const answers = await removeEachOther(ws, a, c);
     expect(answers.map((r) => r.status).sort()).toEqual([204, 403]);
     expect(answers.find((r) => r.status === 403)!.body).toEqual({
       errorCode: 'unauthorized_workspace_access',
