@@ -1,6 +1,6 @@
-import { Body, Controller, Get, Post, Query, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Post, Query, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { AuthAttemptsGuard } from '../auth/oauth/auth-attempts.guard';
 import { Public } from '../auth/public.decorator';
 import { ApiException } from '../common/errors/api-exception';
@@ -33,6 +33,7 @@ export class InvitePageController {
   async page(
     @Query('code') code: string | undefined,
     @Query('proof') proof: string | undefined,
+    @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
     try {
@@ -43,7 +44,7 @@ export class InvitePageController {
         return sendPage(res, 403, this.openTheEmail(invite.email));
       }
       const hasAccount = !!(await this.developers.findActiveByEmail(invite.email));
-      const form = this.form(invite.workspace!.name, invite.email, String(code), hasAccount, undefined, proof);
+      const form = this.form(req, invite.workspace!.name, invite.email, String(code), hasAccount, undefined, proof);
       sendPage(res, 200, form);
     } catch (err) {
       this.renderError(res, err);
@@ -57,7 +58,7 @@ export class InvitePageController {
    */
   @Post('join')
   @UseGuards(FormReadable, AuthAttemptsGuard)
-  async join(@Body() body: JoinFormDto, @Res() res: Response): Promise<void> {
+  async join(@Body() body: JoinFormDto, @Req() req: Request, @Res() res: Response): Promise<void> {
     let invite;
     try {
       invite = await this.invites.findByCode(body.code);
@@ -79,7 +80,7 @@ export class InvitePageController {
           return sendPage(
             res,
             401,
-            this.form(workspaceName, invite.email, body.code, true, 'Wrong password.', body.proof),
+            this.form(req, workspaceName, invite.email, body.code, true, 'Wrong password.', body.proof),
           );
         }
         joined = { developer, workspace: await this.invites.accept(developer, body.code) };
@@ -101,12 +102,18 @@ export class InvitePageController {
       sendPage(
         res,
         err.getStatus(),
-        this.form(workspaceName, invite.email, body.code, !!existing, err.body.message, body.proof),
+        this.form(req, workspaceName, invite.email, body.code, !!existing, err.body.message, body.proof),
       );
     }
   }
 
+  /**
+   * The form posts to `join` next to the URL the page was served at (relative, so it stays under a
+   * reverse proxy's path prefix; `../join` from a URL with a trailing slash), whether that is the
+   * page (`…/invites/accept`) or the form served again (`…/invites/join`).
+   */
   private form(
+    req: Request,
     workspaceName: string,
     email: string,
     code: string,
@@ -122,7 +129,7 @@ export class InvitePageController {
       title,
       `<p>${lead}</p>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
-<form method="post" action="/invites/join">
+<form method="post" action="${req.path.endsWith('/') ? '../join' : 'join'}">
 <input type="hidden" name="code" value="${escapeHtml(code)}">
 ${proof ? `<input type="hidden" name="proof" value="${escapeHtml(proof)}">` : ''}
 <label for="password">${hasAccount ? 'Password' : 'New password'}</label>

@@ -1,25 +1,9 @@
 import type TestAgent from 'supertest/lib/agent';
 import { createTestApp, TestApp } from '../support/test-app';
+import { readForm } from '../support/html-page';
 import { authorizationRequest, createHuman, GENEROUS_LIMIT, Human } from './identity-support';
 
 const REDIRECT = 'http://localhost:53683/callback';
-
-const unescape = (s: string) =>
-  s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
-
-/** What a browser does with the login page: the form's target (resolved against the page's URL) and its hidden fields. */
-function readForm(html: string, pageUrl: URL): { target: URL; fields: Record<string, string> } {
-  const form = /<form\b([^>]*)>/.exec(html);
-  if (!form) throw new Error('no form on the page');
-  const action = /\saction="([^"]*)"/.exec(form[1]);
-  // No action attribute, or an empty one: the form posts to the document's URL.
-  const target = new URL(unescape(action?.[1] ?? ''), pageUrl);
-  const fields: Record<string, string> = {};
-  for (const [, name, value] of html.matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g)) {
-    fields[unescape(name)] = unescape(value);
-  }
-  return { target, fields };
-}
 
 describe('the login form posts back to the URL it was served from', () => {
   let t: TestApp;

@@ -1,5 +1,5 @@
 import { InvitesService } from '../../src/invites/invites.service';
-import { expectRefusalPage } from '../support/html-page';
+import { expectRefusalPage, readForm } from '../support/html-page';
 import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, TestApp, uniqueEmail } from '../support/test-app';
 
@@ -111,6 +111,39 @@ describe('the join page behind the e-mailed link', () => {
     expect(wrong.text).toContain(`name="proof" value="${proof}"`);
     expect((await members(ws.id)).map((m: { email: string }) => m.email)).not.toContain(email);
     await t.http.post('/invites/join').type('form').send({ code, proof, password: 'first password here' }).expect(200);
+    expect((await members(ws.id)).map((m: { email: string }) => m.email)).toContain(email);
+  });
+
+  it('posts its form next to the page it was served at: with or without a trailing slash, under a proxy prefix', async () => {
+    const email = uniqueEmail('prefix');
+    await joinWithNewAccount(t, email, 'first password here');
+    const { ws, code, proof } = await invite(t, email);
+    // Served as the proxy forwards it (prefix stripped), read as the browser saw it (prefix kept).
+    const forms = [];
+    for (const path of ['/invites/accept', '/invites/accept/']) {
+      const page = await t.http.get(path).query({ code, proof }).expect(200);
+      for (const prefix of ['', '/prefix']) {
+        const seen = new URL(`https://cp.example${prefix}${path}?code=x`);
+        forms.push({ seen, ...readForm(page.text, seen) });
+      }
+    }
+    expect(forms.map(({ seen, target }) => [seen.href, target.href])).toEqual(
+      forms.map(({ seen }) => [seen.href, `https://cp.example${seen.pathname.replace(/accept\/?$/, 'join')}`]),
+    );
+    // The form served again after a wrong password (from /invites/join, with or without the slash).
+    for (const path of ['/invites/join', '/invites/join/']) {
+      const wrong = await t.http.post(path).type('form').send({ code, proof, password: 'not my password' }).expect(401);
+      const seen = new URL(`https://cp.example/prefix${path}`);
+      expect(readForm(wrong.text, seen).target.href).toBe('https://cp.example/prefix/invites/join');
+    }
+    // And a browser's submission from the page at /invites/accept/ joins.
+    const page = await t.http.get('/invites/accept/').query({ code, proof }).expect(200);
+    const { target, fields } = readForm(page.text, new URL('http://127.0.0.1/invites/accept/'));
+    await t.http
+      .post(target.pathname)
+      .type('form')
+      .send({ ...fields, password: 'first password here' })
+      .expect(200);
     expect((await members(ws.id)).map((m: { email: string }) => m.email)).toContain(email);
   });
 

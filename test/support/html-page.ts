@@ -29,3 +29,20 @@ export function expectRefusalPage(
   expect(retryAfter).toBeGreaterThan(0);
   if (options.retryAfterAtMost !== undefined) expect(retryAfter).toBeLessThanOrEqual(options.retryAfterAtMost);
 }
+
+const unescape = (s: string) =>
+  s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
+
+/** What a browser does with a page's form (login, invite join): the form's target (resolved against the page's URL) and its hidden fields. */
+export function readForm(html: string, pageUrl: URL): { target: URL; fields: Record<string, string> } {
+  const form = /<form\b([^>]*)>/.exec(html);
+  if (!form) throw new Error('no form on the page');
+  const action = /\saction="([^"]*)"/.exec(form[1]);
+  // No action attribute, or an empty one: the form posts to the document's URL.
+  const target = new URL(unescape(action?.[1] ?? ''), pageUrl);
+  const fields: Record<string, string> = {};
+  for (const [, name, value] of html.matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g)) {
+    fields[unescape(name)] = unescape(value);
+  }
+  return { target, fields };
+}
