@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationShutdown, ServiceUnavailableException } from '@nestjs/common';
 import { HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { ReplyError } from 'ioredis';
 import { Pool } from 'pg';
 import { ApiException } from '../common/errors/api-exception';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
@@ -9,6 +10,8 @@ import { JobDispatcher } from '../queues/job-dispatcher';
 import { Queues } from '../queues/queue-names';
 
 const CHECK_TIMEOUT_MS = 1500;
+/** Redis's answer to a write it refuses (READONLY on a replica, OOM at `maxmemory`): it answers, but takes no job. */
+const REFUSES_WRITES = 'refusing writes';
 
 /**
  * Whether this process can do its work: the metadata PostgreSQL and Redis answer. Shared by the
@@ -18,11 +21,16 @@ const CHECK_TIMEOUT_MS = 1500;
  * busy (a load spike), a ping queued behind the requests ran out its time and every replica was
  * reported "postgres not answering" at once, so a load balancer took them all out and a slowdown
  * became an outage. One more metadata connection per process, kept open between probes.
+ *
+ * Redis is asked with a write, not a PING: a read-only replica (a failover pointed at the wrong
+ * node) or a full `maxmemory` answers PING and refuses every job. A short-lived key of the
+ * deployment's own (`QUEUE_PREFIX`) that every process overwrites.
  */
 @Injectable()
 export class Readiness implements OnApplicationShutdown {
   private readonly logger = new Logger(Readiness.name);
   private readonly postgres: Pool;
+  private readonly redisKey: string;
 
   constructor(
     private readonly health: HealthCheckService,
@@ -40,6 +48,7 @@ export class Readiness implements OnApplicationShutdown {
     });
     // A connection that breaks while idle (the server restarted) leaves the pool; the next probe opens one.
     this.postgres.on('error', () => undefined);
+    this.redisKey = `${config.env.QUEUE_PREFIX}:readiness`;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -65,16 +74,22 @@ export class Readiness implements OnApplicationShutdown {
           this.indicators
             .check('redis')
             .attempt(async () => {
-              await this.jobs.queue(Queues.DatabaseLifecycle).client.ping();
+              try {
+                await this.jobs.queue(Queues.DatabaseLifecycle).client.set(this.redisKey, '1', 'PX', 60_000);
+              } catch (err) {
+                throw err instanceof ReplyError ? new Error(REFUSES_WRITES) : err;
+              }
             })
             .withTimeout(CHECK_TIMEOUT_MS),
       ]);
     } catch (err) {
       if (!(err instanceof ServiceUnavailableException)) throw err;
       const result = (err.getResponse() ?? {}) as Partial<HealthCheckResult>;
-      const down = Object.keys(result.error ?? {});
+      const down = Object.entries(result.error ?? {}).map(
+        ([name, part]) => `${name} ${part?.message === REFUSES_WRITES ? REFUSES_WRITES : 'not answering'}`,
+      );
       this.logger.warn({ down, details: result.details }, 'not ready');
-      throw new ApiException(ErrorCode.ServerError, `Not ready: ${down.join(', ') || 'unknown'} not answering`, {
+      throw new ApiException(ErrorCode.ServerError, `Not ready: ${down.join(', ') || 'unknown'}`, {
         headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
       });
     }

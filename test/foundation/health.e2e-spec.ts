@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import Redis from 'ioredis';
 import { createOwnDatabase, dropOwnDatabase, withAdmin } from '../support/own-database';
 import { createTestApp, eventually, TestApp } from '../support/test-app';
 
@@ -44,6 +48,59 @@ describe('health probes', () => {
       t = await createTestApp({ REDIS_URL: 'redis://127.0.0.1:1' });
       const res = await t.http.get('/health/live').expect(200);
       expect(res.body).toEqual({ status: 'ok' });
+    });
+  });
+
+  describe('when Redis answers but refuses writes (a read-only replica, say)', () => {
+    it('GET /health/ready answers 503 naming Redis as refusing writes: no queue could take a job there', async () => {
+      // A Redis of this spec's own, a replica of a master that does not exist: it answers PING and
+      // reads, and refuses every write with READONLY.
+      const probe = createServer().listen(0, '127.0.0.1');
+      await once(probe, 'listening');
+      const port = (probe.address() as { port: number }).port;
+      probe.close();
+      const replica = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--replicaof',
+          '127.0.0.1',
+          '1',
+        ],
+        { stdio: 'ignore' },
+      );
+      const client = new Redis({
+        port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => 50,
+      });
+      try {
+        await eventually(async () => (await client.ping().catch(() => '')) === 'PONG', 10000);
+        await expect(client.set('k', 'v')).rejects.toThrow(/READONLY/);
+        t = await createTestApp({ REDIS_URL: `redis://127.0.0.1:${port}`, WORKERS: 'off' });
+        const res = await t.http.get('/health/ready').expect(503);
+        expect(res.body).toEqual({
+          errorCode: 'server_error',
+          statusCode: 503,
+          message: 'Not ready: redis refusing writes',
+        });
+        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+        // Made a master again, it takes writes, and the process is ready again.
+        await client.replicaof('NO', 'ONE');
+        await t.http.get('/health/ready').expect(200);
+      } finally {
+        client.disconnect();
+        replica.kill();
+      }
     });
   });
 
