@@ -153,15 +153,19 @@ export class CredentialsRepository {
     return confirmed[1] === 1;
   }
 
-  /** The database's usable credentials other than `exceptId` (a rotation's previous ones). */
-  usableExcept(databaseId: string, exceptId: string): Promise<CredentialEntity[]> {
-    return this.repo.find({ where: { databaseId, dropped: IsNull(), pending: false, id: Not(exceptId) } });
+  /**
+   * The database's credentials not dropped other than `exceptId`, pending ones included (a
+   * rotation's previous ones are those not pending; the pending ones count against its plan check).
+   */
+  liveExcept(databaseId: string, exceptId: string): Promise<CredentialEntity[]> {
+    return this.repo.find({ where: { databaseId, dropped: IsNull(), id: Not(exceptId) } });
   }
 
   /**
-   * How many usable credentials of the database (not dropped, not pending) are still working at
-   * `at` by their current expiry, and how many of those are of `group`: what a rotation's plan check
-   * counts before its role is made.
+   * How many credentials of the database (not dropped) are still working at `at` by their current
+   * expiry, or will once made (pending creates, whose roles may be in the making), and how many of
+   * those made are of `group` (those the rotation replaces): what a rotation's plan check counts
+   * before its role is made.
    */
   async countWorkingAt(
     databaseId: string,
@@ -170,9 +174,9 @@ export class CredentialsRepository {
   ): Promise<{ all: number; inGroup: number }> {
     const [row] = await this.txHost.tx.query<{ all: number; inGroup: number }[]>(
       `SELECT count(*)::int AS "all",
-              count(*) FILTER (WHERE tenant IS NOT DISTINCT FROM $3 AND internal = $4)::int AS "inGroup"
+              count(*) FILTER (WHERE NOT pending AND tenant IS NOT DISTINCT FROM $3 AND internal = $4)::int AS "inGroup"
          FROM credentials
-        WHERE database_id = $1 AND dropped IS NULL AND NOT pending AND (expires_at IS NULL OR expires_at > $2)`,
+        WHERE database_id = $1 AND dropped IS NULL AND (expires_at IS NULL OR expires_at > $2)`,
       [databaseId, at, group.tenant, group.internal],
     );
     return row;

@@ -218,12 +218,15 @@ export class CredentialsService implements OnModuleInit {
       extra: async (fresh) => {
         const now = Date.now();
         const expireAt = new Date(now + delayHours * 3600 * 1000);
-        const others = await this.credentials.usableExcept(database.id, fresh.id);
-        const working = others.filter((c) => !c.expiresAt || c.expiresAt.getTime() > now);
+        // Creates still making their roles count as working (they will be, once confirmed), or
+        // rotations meanwhile would pass the plan by as many; they are not previous (not replaced).
+        const others = await this.credentials.liveExcept(database.id, fresh.id);
+        const previous = others.filter((c) => !c.pending && inGroup(c, group));
+        const working = (list: CredentialEntity[]) =>
+          list.filter((c) => !c.expiresAt || c.expiresAt.getTime() > now).length;
         await this.assertRotationWithinPlan(workspace.id, delayHours, () =>
-          Promise.resolve({ all: working.length, inGroup: working.filter((c) => inGroup(c, group)).length }),
+          Promise.resolve({ all: working(others), inGroup: working(previous) }),
         );
-        const previous = others.filter((c) => inGroup(c, group));
         const rotation = await this.credentials.saveRotation({
           databaseId: database.id,
           newCredentialId: fresh.id,

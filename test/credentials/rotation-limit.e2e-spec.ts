@@ -1,3 +1,4 @@
+import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { createReadyDatabase, createWorkspace, queryAs, roleExists } from '../databases/support';
 import { withSlowRows } from '../support/slow-rows';
 import { createDeveloperWithToken, createTestApp, eventually, TestApp } from '../support/test-app';
@@ -120,6 +121,33 @@ describe('rotation within the plan’s credentials per database', () => {
     expect(await working(db.id)).toEqual([a.id, a2.id, b2.id]);
     await expect(queryAs(db.dbHost!, b.id, b.password, 'SELECT 1')).rejects.toThrow(/password authentication failed/);
     await expect(queryAs(db.dbHost!, a.id, a.password, 'SELECT 1')).resolves.toHaveLength(1);
+  });
+
+  it('counts the creates still making their roles: delayed rotations meanwhile cannot take the database past the plan when they finish', async () => {
+    const { db, path } = await freshDatabase();
+    // Both creates' roles are held in the making (a slow server) until the rotations are answered.
+    const dataPlane = t.app.get(DataPlane);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let making = 0;
+    const slow = jest.spyOn(dataPlane, 'createLoginRole').mockImplementation(async (...args) => {
+      if ((making += 1) <= 2) await released;
+      await DataPlane.prototype.createLoginRole.apply(dataPlane, args);
+    });
+    try {
+      const creates = [t.http.post(path).set(auth), t.http.post(path).set(auth)].map((r) => r.then((res) => res));
+      await eventually(() => Promise.resolve(making === 2));
+      const rotations: number[] = [];
+      for (let i = 0; i < 3; i += 1) rotations.push((await rotate(path, 24)).status);
+      release();
+      expect((await Promise.all(creates)).map((r) => r.status)).toEqual([200, 200]);
+      // The two creates and the first rotation's credential: the plan's two and the newest.
+      expect(rotations).toEqual([200, 403, 403]);
+    } finally {
+      release();
+      slow.mockRestore();
+    }
+    expect(await working(db.id)).toHaveLength(3);
   });
 
   it('decides again in the rotations’ turn: of two delayed rotations that both found room, the second is refused and its role dropped', async () => {
