@@ -147,7 +147,8 @@ export class CredentialsService implements OnModuleInit {
    * The wish is committed before the data plane is touched (habit 14): the row expires now (an
    * earlier expiry is kept), so whatever fails or crashes after that, the overdue sweep drops the
    * role and marks the row dropped, as it does for a rotation's expiry. Until then the credential is
-   * listed with its expiry passed, counts against the plan and can be deleted again.
+   * listed with its expiry passed, counts against the plan and can be deleted again. A delete that
+   * meets its database's finalization answers 404, as one after it would.
    */
   async delete(workspace: WorkspaceEntity, databaseName: string, credentialId: string): Promise<void> {
     const database = await this.databases.findOperable(workspace, databaseName);
@@ -159,6 +160,10 @@ export class CredentialsService implements OnModuleInit {
     try {
       await this.dataPlane.dropLoginRole(serverOf(database), database.physicalName, credential.id);
     } catch (err) {
+      // The database deleted and being finalized meanwhile (its DROP DATABASE ended our session in it,
+      // or it was gone by the time we connected): the delete comes second, as if serial. The
+      // finalization drops the role with the database and marks the credential dropped.
+      if (await this.finalizationDue(database.id)) throw databaseGone();
       this.logger.error(
         { errorCode: ErrorCode.CredentialPropagationFailure, credentialId, err: messageOf(err) },
         'credential role could not be dropped; the sweep will retry',

@@ -266,4 +266,34 @@ describe('a credential created while its database is deleted and finalized at on
     }
     expect(failures).toEqual([]);
   });
+
+  it('a credential deleted meanwhile is either deleted (204) or refused as its database is gone (404), never a 5xx; its role goes and its row is marked dropped', async () => {
+    const failures: string[] = [];
+    const dbs = await readyDatabases(t, auth, slug, Math.max(2, Math.ceil(ROUNDS / 2)));
+    for (const [round, db] of dbs.entries()) {
+      const base = `/workspaces/${slug}/databases/${db.name}`;
+      const { id } = (await t.http.post(`${base}/credentials`).set(auth).expect(200)).body as { id: string };
+      const [removal, del] = await together(
+        () => t.http.delete(`${base}/credentials/${id}`).set(auth),
+        () => t.http.delete(base).set(auth),
+      );
+      await eventually(async () => (await databaseRow(t, db.id)).finalized, 30000);
+      const [row] = await t.dataSource.query<{ dropped: Date | null }[]>(
+        'SELECT dropped FROM credentials WHERE id = $1',
+        [id],
+      );
+      const problems: string[] = [];
+      if (del.status !== 200) problems.push('the database delete was not accepted');
+      if (![204, 404].includes(removal.status)) problems.push('the credential delete was neither done nor refused');
+      if (removal.status === 404 && removal.body.message !== 'The database no longer exists')
+        problems.push('the 404 does not say the database is gone');
+      if (!row?.dropped) problems.push('the credential is not marked dropped');
+      if (await roleExists(id)) problems.push('its role is left on the data plane');
+      if (problems.length)
+        failures.push(
+          `round ${round}: ${problems.join(', ')}; credential delete ${brief(removal)}; delete ${brief(del)}`,
+        );
+    }
+    expect(failures).toEqual([]);
+  });
 });
