@@ -165,20 +165,20 @@ export class ComputeInstancesRepository {
   }
 
   /**
-   * Up to `take` instances not in their desired state (not terminated), the least recently updated
-   * first. The condition is IDX_compute_instances_unsettled's, its status a literal so that any plan
-   * (a generic one included) can read that index: the settled and terminated instances are not read.
+   * Up to `take` instances not in their desired state (not terminated) with an id above `after`, in
+   * id order (a page of them: see ComputeLifecycle.sweep). The condition is
+   * IDX_compute_instances_unsettled's, its status a literal so that any plan (a generic one
+   * included) can read that index: the settled and terminated instances are not read.
    */
-  unsettled(take: number): Promise<ComputeInstanceEntity[]> {
-    return this.repo
+  unsettled(take: number, after?: string): Promise<ComputeInstanceEntity[]> {
+    const query = this.repo
       .createQueryBuilder('i')
       .select(['i.id', 'i.deleted', 'i.instanceTypeId', 'i.desiredInstanceTypeId'])
       .where('i.terminated IS NULL')
       .andWhere(
         `(i.deleted IS NOT NULL OR i.status <> '${ComputeInstanceStatus.Ready}' OR i.instance_type_id IS DISTINCT FROM i.desired_instance_type_id)`,
-      )
-      .orderBy('i.updated', 'ASC')
-      .limit(take)
-      .getMany();
+      );
+    if (after) query.andWhere('i.id > :after', { after });
+    return query.orderBy('i.id', 'ASC').limit(take).getMany();
   }
 }

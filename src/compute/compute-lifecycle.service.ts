@@ -233,11 +233,20 @@ export class ComputeLifecycle implements OnModuleInit {
 
   /**
    * One reconcile pass: re-enqueues the job of every instance not in its desired state (lost or out
-   * of attempts), then re-asserts the envelope of every usable database (reassertEnvelopes).
+   * of attempts), a page at a time, then re-asserts the envelope of every usable database
+   * (reassertEnvelopes). Every one, not a first batch: instances waiting for their database (a
+   * region's outage) stay unsettled with rows that do not change, and a batch of those taken first
+   * at every pass kept a lost job behind them from ever coming back. A job still queued is not
+   * doubled (its id).
    */
   async sweep(): Promise<void> {
-    const unsettled = await this.instances.unsettled(SWEEP_BATCH);
-    for (const instance of unsettled) await this.dispatch(instance, true);
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.instances.unsettled(SWEEP_BATCH, after);
+      for (const instance of page) await this.dispatch(instance, true);
+      if (page.length < SWEEP_BATCH) break;
+      after = page[page.length - 1].id;
+    }
     await this.reassertEnvelopes();
   }
 
