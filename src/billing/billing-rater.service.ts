@@ -9,13 +9,16 @@ import { SubscriptionLevel } from '../subscriptions/subscription-level';
 import { SubscriptionsService } from '../subscriptions/subscriptions.service';
 import { rateMonthJobId } from './billing-jobs';
 import { BillingMonth, billingMonthOf, previousBillingMonth } from './billing-month';
+import { MonthPrices, MonthPricesRepository } from './month-prices.repository';
 import { RatedLinesRepository } from './rated-lines.repository';
 import { RatedLine, rateMonth } from './rating';
 
 /**
  * Keeps `billing_rated_lines` equal to the rating of the sources (compute usage periods,
  * subscription rows, storage held per database and month): idempotent, each run upserts the month's lines in place and deletes lines
- * whose source no longer falls in the month. Runs when totals are read and, for the current and
+ * whose source no longer falls in the month. A month is rated at the prices recorded for it when
+ * it was first rated (MonthPricesRepository), so a change of the configuration's prices applies
+ * from the next month on; compute carries its price on each usage period. Runs when totals are read and, for the current and
  * previous month of every workspace with something to bill, from a periodic sweep through the
  * `billing` queue.
  */
@@ -36,20 +39,21 @@ export class BillingRater implements OnModuleInit {
     private readonly reconciler: Reconciler,
     private readonly storage: StorageUsage,
     private readonly lines: RatedLinesRepository,
+    private readonly monthPrices: MonthPricesRepository,
   ) {}
 
   onModuleInit(): void {
     this.reconciler.register('billing-rating', () => this.sweep());
   }
 
-  /** The monthly price in US dollars of a subscription level. */
-  monthlyPrice(level: string): number {
-    return level === (SubscriptionLevel.Pro as string) ? this.config.env.PRO_MONTHLY_PRICE_USD : 0;
-  }
-
-  /** GB-months of storage a level includes each month (FREE: FREE_STORAGE_INCLUDED_GB; PRO: none). */
-  includedStorageGb(level: string): number {
-    return level === (SubscriptionLevel.Free as string) ? this.config.env.FREE_STORAGE_INCLUDED_GB : 0;
+  /** The prices of the configuration, which a month not rated yet is recorded at. */
+  private currentPrices(): MonthPrices {
+    const env = this.config.env;
+    return {
+      proMonthlyPriceUsd: env.PRO_MONTHLY_PRICE_USD,
+      storagePricePerGbMonthUsd: env.STORAGE_PRICE_PER_GB_MONTH_USD,
+      freeStorageIncludedGb: env.FREE_STORAGE_INCLUDED_GB,
+    };
   }
 
   /**
@@ -64,6 +68,7 @@ export class BillingRater implements OnModuleInit {
     await this.subscriptions.holdFreeFromCreation(workspaceId);
     return this.txHost.withTransaction(async () => {
       await this.lines.lockMonth(workspaceId, month.ym);
+      const prices = await this.monthPrices.recordedOr(month.ym, this.currentPrices());
       const periods = await this.usage.overlapping(workspaceId, month.start, month.end);
       const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end);
       const storage = await this.storage.ofMonth(workspaceId, month.ym);
@@ -72,10 +77,11 @@ export class BillingRater implements OnModuleInit {
         now: now ?? new Date(),
         periods,
         subscriptions,
-        monthlyPrice: (level) => this.monthlyPrice(level),
+        // FREE costs nothing and includes FREE_STORAGE_INCLUDED_GB; PRO costs its price and includes none.
+        monthlyPrice: (level) => (level === (SubscriptionLevel.Pro as string) ? prices.proMonthlyPriceUsd : 0),
         storage: storage.map((s) => ({ databaseId: s.databaseId, byteSeconds: BigInt(s.byteSeconds) })),
-        storagePricePerGbMonth: this.config.env.STORAGE_PRICE_PER_GB_MONTH_USD,
-        includedStorageGb: (level) => this.includedStorageGb(level),
+        storagePricePerGbMonth: prices.storagePricePerGbMonthUsd,
+        includedStorageGb: (level) => (level === (SubscriptionLevel.Free as string) ? prices.freeStorageIncludedGb : 0),
       });
       await this.lines.replaceMonth(workspaceId, month.ym, lines);
       return lines;
@@ -108,6 +114,9 @@ export class BillingRater implements OnModuleInit {
   private async sweepNow(now: Date): Promise<number> {
     const current = billingMonthOf(now);
     const previous = previousBillingMonth(current);
+    // The month's prices are recorded in its first pass, whether or not anything is billed yet: a
+    // change of the configuration later in the month waits for the next.
+    await this.monthPrices.recordedOr(current.ym, this.currentPrices());
     const workspaceIds = new Set([
       ...(await this.usage.workspacesWithUsage(previous.start, current.end)),
       ...(await this.subscriptions.workspacesPayingIn(previous.start, current.end)),

@@ -6,12 +6,13 @@ import { WorkspacesModule } from '../workspaces/workspaces.module';
 import { BillingRater } from './billing-rater.service';
 import { BillingController } from './billing.controller';
 import { BillingService } from './billing.service';
+import { MonthPricesRepository } from './month-prices.repository';
 import { RatedLinesRepository } from './rated-lines.repository';
 
 @Module({
   imports: [WorkspacesModule, SubscriptionsModule, MetricsModule, InsightsModule],
   controllers: [BillingController],
-  providers: [RatedLinesRepository, BillingRater, BillingService],
+  providers: [RatedLinesRepository, MonthPricesRepository, BillingRater, BillingService],
   exports: [BillingRater],
 })
 export class BillingModule {}

@@ -1,3 +1,4 @@
+import { MonthPricesEntity } from '../billing/month-prices.entity';
 import { RatedLineEntity } from '../billing/rated-line.entity';
 import { ComputeChangeEntity } from '../compute/compute-change.entity';
 import { ComputeInstanceEntity } from '../compute/compute-instance.entity';
@@ -42,6 +43,7 @@ export const ENTITIES = [
   ComputeUsagePeriodEntity,
   SubscriptionEntity,
   RatedLineEntity,
+  MonthPricesEntity,
   DatabaseClaimEntity,
   TelemetrySampleEntity,
   StorageUsageEntity,

@@ -20,6 +20,7 @@ import { QueuedDeletionsByWorkspace1795800000009 } from './1795800000009-QueuedD
 import { LiveCredentialsAndInstancesIndexes1795800000010 } from './1795800000010-LiveCredentialsAndInstancesIndexes';
 import { ComputeChanges1795800000011 } from './1795800000011-ComputeChanges';
 import { UnbuiltByServer1795800000012 } from './1795800000012-UnbuiltByServer';
+import { BillingMonthPrices1795800000013 } from './1795800000013-BillingMonthPrices';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -45,4 +46,5 @@ export const MIGRATIONS: (new () => object)[] = [
   LiveCredentialsAndInstancesIndexes1795800000010,
   ComputeChanges1795800000011,
   UnbuiltByServer1795800000012,
+  BillingMonthPrices1795800000013,
 ];

@@ -51,7 +51,9 @@ describe('database insights (sampled from the real data plane)', () => {
   const sizes: string[] = [];
 
   beforeAll(async () => {
-    t = await createTestApp({
+    // A metadata database of its own: a month is rated at the prices first recorded for it, and
+    // on the run's shared one other specs record the default prices.
+    t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       // A visible price for databases of a few MB held for minutes, and no allowance to hide it.
       STORAGE_PRICE_PER_GB_MONTH_USD: '100000',
@@ -369,7 +371,8 @@ describe('database insights (sampled from the real data plane)', () => {
 describe('storage of a claimed instant database', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({
+    // A metadata database of its own, for its prices (see above).
+    t = await createIsolatedTestApp({
       DATABASE_POOL_TARGET: '0',
       // A visible price for a database of a few MB held for a minute, and no allowance to hide it.
       STORAGE_PRICE_PER_GB_MONTH_USD: '100000',
