@@ -71,6 +71,7 @@ export class BillingRater implements OnModuleInit {
       const prices = await this.monthPrices.recordedOr(month.ym, this.currentPrices());
       const periods = await this.usage.overlapping(workspaceId, month.start, month.end);
       const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end);
+      const heldSince = await this.subscriptions.heldSince(workspaceId);
       const storage = await this.storage.ofMonth(workspaceId, month.ym);
       const lines = rateMonth({
         month,
@@ -82,6 +83,7 @@ export class BillingRater implements OnModuleInit {
         storage: storage.map((s) => ({ databaseId: s.databaseId, byteSeconds: BigInt(s.byteSeconds) })),
         storagePricePerGbMonth: prices.storagePricePerGbMonthUsd,
         includedStorageGb: (level) => (level === (SubscriptionLevel.Free as string) ? prices.freeStorageIncludedGb : 0),
+        heldSince: heldSince ?? undefined,
       });
       await this.lines.replaceMonth(workspaceId, month.ym, lines);
       return lines;

@@ -231,6 +231,63 @@ describe('rating', () => {
     ).toBe(false);
   });
 
+  it('gives the time after a close (no row, held to FREE) the FREE allowance too, from when the workspace held a level', () => {
+    const month = 2_592_000n;
+    const included = (level: string) => (level === 'FREE' ? 1 : 0);
+    // FREE until the 11th, closed since: the whole month is FREE's, a third by its row.
+    const closed = rate({
+      subscriptions: [
+        {
+          id: 'free',
+          level: 'FREE',
+          validFrom: new Date('2025-01-01T00:00:00Z'),
+          validTo: new Date('2025-04-11T00:00:00Z'),
+        },
+      ],
+      heldSince: new Date('2025-01-01T00:00:00Z'),
+      storage: [{ databaseId: 'db', byteSeconds: 3_000_000_000n * month }],
+      storagePricePerGbMonth: 0.1,
+      includedStorageGb: included,
+    }).filter((l) => l.component === 'storage');
+    expect(closed.map((l) => [l.sourceId, l.quantity, l.amount])).toEqual([
+      ['allowance:closed', '-0.666667', '-0.066667'],
+      ['allowance:free', '-0.333333', '-0.033333'],
+      ['db', '3.000000', '0.300000'],
+    ]);
+    // PRO closed on the 16th: the second half is FREE's. Before the workspace held anything, nothing.
+    const afterPro = rate({
+      subscriptions: [
+        {
+          id: 'pro',
+          level: 'PRO',
+          validFrom: new Date('2025-04-06T00:00:00Z'),
+          validTo: new Date('2025-04-16T00:00:00Z'),
+        },
+      ],
+      heldSince: new Date('2025-04-06T00:00:00Z'),
+      storage: [{ databaseId: 'db', byteSeconds: 3_000_000_000n * month }],
+      storagePricePerGbMonth: 0.1,
+      includedStorageGb: included,
+    }).filter((l) => l.component === 'storage');
+    expect(afterPro.map((l) => [l.sourceId, l.quantity])).toEqual([
+      ['allowance:closed', '-0.500000'],
+      ['db', '3.000000'],
+    ]);
+    // Closed before the month: all of it. Accrued up to now in the current month.
+    const wholeMonth = rate({
+      subscriptions: [],
+      heldSince: new Date('2025-01-01T00:00:00Z'),
+      now: new Date('2025-04-16T00:00:00Z'),
+      storage: [{ databaseId: 'db', byteSeconds: 3_000_000_000n * month }],
+      storagePricePerGbMonth: 0.1,
+      includedStorageGb: included,
+    }).filter((l) => l.component === 'storage');
+    expect(wholeMonth.map((l) => [l.sourceId, l.quantity])).toEqual([
+      ['allowance:closed', '-0.500000'],
+      ['db', '3.000000'],
+    ]);
+  });
+
   it('formats millionths exactly', () => {
     expect(formatMicros(toMicros(0.1))).toBe('0.100000');
     expect(formatMicros(toMicros(1234.5678))).toBe('1234.567800');

@@ -62,13 +62,23 @@ export interface RatingInput {
   storagePricePerGbMonth?: number;
   /** GB-months included per month on a level (FREE's allowance), prorated by the part of the month it is held. */
   includedStorageGb?: (level: string) => number;
+  /**
+   * When the workspace began to hold a level (its first row's start). Time after it that no row
+   * covers (a closed subscription) is held to FREE, as the plan limits hold it: FREE's allowance.
+   */
+  heldSince?: Date;
 }
+
+/** The level a workspace without a current subscription (closed) is held to (SubscriptionLevel.Free). */
+const LEVEL_WHEN_CLOSED = 'FREE';
 
 export const COMPUTE_UNIT = 'instance-hour';
 export const SUBSCRIPTION_UNIT = 'month';
 export const STORAGE_UNIT = 'GB-month';
 /** Line source of a level's included storage, per subscription row. */
 export const storageAllowanceSource = (subscriptionId: string) => `allowance:${subscriptionId}`;
+/** Line source of the included storage of the time without a subscription (after a close). */
+export const CLOSED_ALLOWANCE_SOURCE = 'allowance:closed';
 const BYTES_PER_GB = 1_000_000_000n;
 
 const MICROS = 1_000_000n;
@@ -146,8 +156,9 @@ export function rateMonth(input: RatingInput): RatedLine[] {
  * month): the average GB held over the whole month), unit price = the price per GB-month. Then
  * one negative line per subscription row whose level includes storage (FREE), quantity = the
  * included GB-months (prorated by the part of the month the level was held) that the month's
- * storage used up; its amount never exceeds what the storage lines still owe, so the component
- * is never below 0.
+ * storage used up, and one more (`allowance:closed`) for the time since `heldSince` that no row
+ * covers (after a close: FREE's); their amounts never exceed what the storage lines still owe, so
+ * the component is never below 0.
  */
 function rateStorage(input: RatingInput, monthMs: bigint): RatedLine[] {
   const held = (input.storage ?? []).filter((s) => s.byteSeconds > 0n);
@@ -171,9 +182,20 @@ function rateStorage(input: RatingInput, monthMs: bigint): RatedLine[] {
       amount: formatMicros(amount),
     });
   }
-  for (const subscription of [...input.subscriptions].sort((a, b) => a.id.localeCompare(b.id))) {
-    const included = toMicros(input.includedStorageGb?.(subscription.level) ?? 0);
-    const ms = overlapMs(subscription.validFrom, subscription.validTo, input.month, input.now);
+  // Rows do not overlap one another: the time since heldSince that none covers was closed.
+  const rows = [...input.subscriptions].sort((a, b) => a.id.localeCompare(b.id));
+  const covered = rows.reduce((sum, r) => sum + overlapMs(r.validFrom, r.validTo, input.month, input.now), 0n);
+  const closedMs = input.heldSince ? overlapMs(input.heldSince, null, input.month, input.now) - covered : 0n;
+  const holdings = [
+    ...rows.map((r) => ({
+      level: r.level,
+      ms: overlapMs(r.validFrom, r.validTo, input.month, input.now),
+      source: storageAllowanceSource(r.id),
+    })),
+    { level: LEVEL_WHEN_CLOSED, ms: closedMs, source: CLOSED_ALLOWANCE_SOURCE },
+  ];
+  for (const { level, ms, source } of holdings) {
+    const included = toMicros(input.includedStorageGb?.(level) ?? 0);
     // included GB × 10^9 bytes × ms / 1000 = includedMicros × 10^3 × ms / 10^3 byte-seconds
     const allowance = included * ms;
     const applied = allowance < remainingBytes ? allowance : remainingBytes;
@@ -184,7 +206,7 @@ function rateStorage(input: RatingInput, monthMs: bigint): RatedLine[] {
     remainingAmount -= amount;
     lines.push({
       component: BillingComponents.Storage,
-      sourceId: storageAllowanceSource(subscription.id),
+      sourceId: source,
       quantity: formatMicros(-divRound(applied * 1000n * MICROS, per)),
       unit: STORAGE_UNIT,
       unitPrice: formatMicros(price),

@@ -106,6 +106,15 @@ export class SubscriptionsRepository {
       .execute();
   }
 
+  /** When the workspace's first row starts (it holds a level from then on; null: no row). */
+  async heldSince(workspaceId: string): Promise<Date | null> {
+    const [row] = await this.txHost.tx.query<{ since: Date | null }[]>(
+      'SELECT min(valid_from) AS since FROM subscriptions WHERE workspace_id = $1',
+      [workspaceId],
+    );
+    return row.since;
+  }
+
   /** The workspace's rows overlapping `[from, to)`, oldest first. */
   overlapping(workspaceId: string, from: Date, to: Date): Promise<SubscriptionEntity[]> {
     const query = this.repo.createQueryBuilder('s').where('s.workspace_id = :workspaceId', { workspaceId });

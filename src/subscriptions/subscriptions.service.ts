@@ -207,6 +207,14 @@ export class SubscriptionsService {
     return this.subscriptions.overlapping(workspaceId, from, to);
   }
 
+  /**
+   * When the workspace began to hold a level (its first row's start: its creation); after that, time
+   * without a current row is a closed subscription, held to FREE (in the context's transaction, if any).
+   */
+  heldSince(workspaceId: string): Promise<Date | null> {
+    return this.subscriptions.heldSince(workspaceId);
+  }
+
   /** Ids of the workspaces holding a paid level (not FREE) at some time in `[from, to)`. */
   workspacesPayingIn(from: Date, to: Date): Promise<string[]> {
     return this.subscriptions.workspacesPayingIn(from, to);

@@ -206,6 +206,30 @@ describe('billing totals', () => {
     });
   });
 
+  it('gives the time after a close the FREE allowance, as the plan limits hold such a workspace to FREE', async () => {
+    const ws = await createWorkspace(t, auth);
+    // FREE from January, closed on April 11: a third of April by its row, the rest closed.
+    const free = await insertSubscription(ws.id, 'FREE', '2025-01-01T00:00:00Z', '2025-04-11T00:00:00Z');
+    const database = '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b';
+    await t.dataSource.query(
+      `INSERT INTO database_storage_usage (database_id, ym, workspace_id, byte_seconds, observed_seconds)
+       VALUES ($1, '2025-04', $2, $3, 2592000), ($1, '2025-05', $2, $4, 2678400)`,
+      [database, ws.id, (4_000_000_000n * 2_592_000n).toString(), (4_000_000_000n * 2_678_400n).toString()],
+    );
+    // 4 GB-months (0.50 USD) less 1 GB-month included over the whole month (0.125 USD).
+    expect((await totals(ws.slug, '2025-04')).totals.storage).toBe(0.38);
+    const storage = (await lines(ws.id, '2025-04')).filter((l) => l.component === 'storage');
+    expect(storage.map((l) => [l.source_id, l.quantity, l.amount]).sort()).toEqual(
+      [
+        [database, '4.000000', '0.500000'],
+        ['allowance:closed', '-0.666667', '-0.083333'],
+        [`allowance:${free}`, '-0.333333', '-0.041667'],
+      ].sort(),
+    );
+    // A month wholly after the close: FREE's allowance all month.
+    expect((await totals(ws.slug, '2025-05')).totals.storage).toBe(0.38);
+  });
+
   it('takes the FREE allowance off the storage of a workspace whose subscription was never read; reading it later changes nothing', async () => {
     const ws = await createWorkspace(t, auth);
     // Made before April 2025; nobody has read or written its subscription since.
