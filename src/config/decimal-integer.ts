@@ -13,6 +13,14 @@ export function parseDecimalInteger(text: string): number | undefined {
   return value === 0 ? 0 : value; // '-0' is 0
 }
 
+/**
+ * A transform's reading of a whole number given as text (a setting, a query parameter): its value
+ * when written in decimal, else the text as given, for the validator to refuse and name.
+ */
+export function decimalIntegerOrAsIs(value: unknown): unknown {
+  return typeof value === 'string' ? (parseDecimalInteger(value) ?? value) : value;
+}
+
 /** A number written in decimal (digits with an optional fraction, an optional sign), or undefined. */
 export function parseDecimalNumber(text: string): number | undefined {
   const trimmed = text.trim();

@@ -17,7 +17,7 @@ import {
   validateSync,
 } from 'class-validator';
 import { isPublicHost, MAX_SERVER_DATABASES, PUBLIC_HOST_FORMAT } from './data-plane-server-values';
-import { parseDecimalInteger, parseDecimalNumber } from './decimal-integer';
+import { decimalIntegerOrAsIs, parseDecimalInteger, parseDecimalNumber } from './decimal-integer';
 import { ALL_REGIONS } from './regions';
 import { parseCredentialKeys } from './secrets';
 import { parseTrustProxy } from './trust-proxy';
@@ -27,8 +27,7 @@ import { parseTrustProxy } from './trust-proxy';
  * absent one does: see validateEnvironment); a blank or otherwise unreadable one stays as given, so
  * @IsInt/@IsNumber name it, as with booleans and plan limits (Number() read ' ' as 0 and '0x50' as 80).
  */
-const toInt = ({ value }: { value: unknown }) =>
-  typeof value === 'string' ? (parseDecimalInteger(value) ?? value) : value;
+const toInt = ({ value }: { value: unknown }) => decimalIntegerOrAsIs(value);
 const toNumber = ({ value }: { value: unknown }) =>
   typeof value === 'string' ? (parseDecimalNumber(value) ?? value) : value;
 const TRUE_WORDS = ['1', 'true', 'yes', 'on'];

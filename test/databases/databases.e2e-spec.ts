@@ -281,13 +281,22 @@ describe('databases on the data plane', () => {
       expect(pages).toBe(2);
     });
 
-    it.each(['limit=0', 'limit=1001', 'limit=abc', 'cursor=nope', 'cursor=00000000-0000-4000-8000-000000000000'])(
-      'refuses ?%s with 400',
-      async (query) => {
-        const res = await t.http.get(`${path()}?${query}`).set(auth).expect(400);
-        expect(res.body.errorCode).toBe('bad_request');
-      },
-    );
+    it.each([
+      'limit=0',
+      'limit=1001',
+      'limit=abc',
+      'limit=',
+      // Decimal digits only: not read as 16, 10, 1 and 2.
+      'limit=0x10',
+      'limit=1e1',
+      'limit=0b1',
+      'limit=2.0',
+      'cursor=nope',
+      'cursor=00000000-0000-4000-8000-000000000000',
+    ])('refuses ?%s with 400', async (query) => {
+      const res = await t.http.get(`${path()}?${query}`).set(auth).expect(400);
+      expect(res.body.errorCode).toBe('bad_request');
+    });
   });
 
   describe('get', () => {

@@ -1,14 +1,15 @@
-import { Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { IsInt, IsUUID, Max, Min } from 'class-validator';
+import { decimalIntegerOrAsIs } from '../../config/decimal-integer';
 import { IsOptionalNotNull } from '../../common/http/validation';
 
 export const DEFAULT_DATABASE_PAGE = 200;
 export const MAX_DATABASE_PAGE = 1000;
 
 export class ListDatabasesQueryDto {
-  /** Page size: at most 1000; 200 when omitted. When more remain, a `Link: <…>; rel="next"` header points to the next page. */
+  /** Page size (decimal digits): at most 1000; 200 when omitted. When more remain, a `Link: <…>; rel="next"` header points to the next page. */
   @IsOptionalNotNull()
-  @Type(() => Number)
+  @Transform(({ value }) => decimalIntegerOrAsIs(value))
   @IsInt()
   @Min(1)
   @Max(MAX_DATABASE_PAGE)
