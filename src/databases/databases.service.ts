@@ -183,14 +183,14 @@ export class DatabasesService {
     if (newName !== database.name) {
       let renamed;
       try {
-        renamed = await this.databases.renameIfLive(database.id, name, newName);
+        renamed = await this.databases.renameIfLive(database.id, before.name, newName);
       } catch (err) {
         if (isUniqueViolation(err)) throw this.nameTaken(newName);
         throw err;
       }
       if (!renamed) {
         const now = await this.databases.findById(database.id);
-        if (now?.name === name && now.deleted) throw this.queuedForDeletion(name);
+        if (now?.name === before.name && now.deleted) throw this.queuedForDeletion(name);
         throw this.notFound(workspace, name);
       }
       database.name = newName;
@@ -212,13 +212,13 @@ export class DatabasesService {
       // delete then finds nothing by the old name (404), as if it had come second.
       const affected = await this.databases.markDeletedIfNamed(
         database.id,
-        name,
+        database.name,
         now,
         new Date(now.getTime() + graceMs),
       );
       // A concurrent delete may have won: answer what was recorded.
       const recorded = affected ? null : await this.databases.findById(database.id);
-      if (recorded && (recorded.name !== name || !recorded.deleted)) throw this.notFound(workspace, name);
+      if (recorded && (recorded.name !== database.name || !recorded.deleted)) throw this.notFound(workspace, name);
       database.deleted = recorded?.deleted ?? now;
       database.deletionDueAt = recorded?.deletionDueAt ?? new Date(now.getTime() + graceMs);
       await this.jobs.dispatch(
@@ -316,7 +316,9 @@ export class DatabasesService {
   /**
    * The database that operations on `{databaseName}` act on: the live one with that name, else the
    * most recently deleted one still queued for deletion (it keeps accepting operations until it is
-   * finalized). 404 otherwise. `prefetched`: that database as authentication already read it (see
+   * finalized). Its id names it too (an id is never a name: names have no `-`), which is the only way
+   * to reach one queued for deletion once a new database has its name (to revoke its credentials,
+   * say). 404 otherwise. `prefetched`: that database as authentication already read it (see
    * PrefetchedDatabase), if it did: then no statement at all.
    */
   async findOperable(
@@ -327,7 +329,11 @@ export class DatabasesService {
     if (prefetched === null) throw this.notFound(workspace, name);
     if (prefetched) return prefetched;
     // On every operation on a database (reads included): one indexed statement, raw rows.
-    const found = isValidDatabaseName(name) ? await this.databases.findOperable(workspace.id, name) : null;
+    const found = isUuid(name)
+      ? await this.databases.findUnfinalizedIn(name, workspace.id)
+      : isValidDatabaseName(name)
+        ? await this.databases.findOperable(workspace.id, name)
+        : null;
     if (!found) throw this.notFound(workspace, name);
     return found;
   }
@@ -366,10 +372,6 @@ export class DatabasesService {
    * live one, else one still queued for deletion). Finalized databases and other workspaces' are 404.
    */
   async findByIdOrName(workspace: WorkspaceEntity, idOrName: string): Promise<DatabaseEntity> {
-    if (isUuid(idOrName)) {
-      const database = await this.databases.findUnfinalizedIn(idOrName, workspace.id);
-      if (database) return database;
-    }
     try {
       return await this.findOperable(workspace, idOrName);
     } catch (err) {

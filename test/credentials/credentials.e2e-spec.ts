@@ -824,6 +824,33 @@ describe('database credentials (real logins on the password-checking data plane)
       await t.http.get(credentialsPath(db)).set(auth).expect(404);
     });
 
+    it('is reached by its id once a new database has its name: its credentials can still be listed and revoked', async () => {
+      const old = await createReadyDatabase(t, auth, slug);
+      const leaked = await issue(old);
+      await t.http.delete(`/workspaces/${slug}/databases/${old.name}`).set(auth).expect(200);
+      const fresh = await createReadyDatabase(t, auth, slug, old.name);
+      // The name is the new database's now.
+      expect((await t.http.get(credentialsPath(old)).set(auth).expect(200)).body).toEqual([]);
+
+      const byId = { name: old.id };
+      const got = await t.http.get(`/workspaces/${slug}/databases/${old.id.toUpperCase()}`).set(auth).expect(200);
+      expect(got.body).toMatchObject({ id: old.id, name: old.name, deleted: expect.any(String) });
+      const listed = await t.http.get(credentialsPath(byId)).set(auth).expect(200);
+      expect(listed.body.map((c: { id: string }) => c.id)).toEqual([leaked.id]);
+      await expect(queryAs(old.dbHost!, leaked.id, leaked.password, 'SELECT 1')).resolves.toHaveLength(1);
+      await t.http
+        .delete(`${credentialsPath(byId)}/${leaked.id}`)
+        .set(auth)
+        .expect(204);
+      await expect(queryAs(old.dbHost!, leaked.id, leaked.password, 'SELECT 1')).rejects.toThrow();
+      expect(await roleExists(leaked.id)).toBe(false);
+      // Another workspace's database is not reached by its id; a finalized one is gone.
+      const other = await createWorkspace(t, auth);
+      await t.http.get(`/workspaces/${other.slug}/databases/${fresh.id}/credentials`).set(auth).expect(404);
+      await t.dataSource.query('UPDATE databases SET finalized = now() WHERE id = $1', [old.id]);
+      await t.http.get(credentialsPath(byId)).set(auth).expect(404);
+    });
+
     it('refuses (404) a create whose role was made before the finalization and whose confirmation arrives during its bookkeeping: it waits, nothing is usable, no role is left', async () => {
       const db = await createReadyDatabase(t, auth, slug);
       await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
