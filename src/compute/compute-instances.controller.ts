@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiConsumes, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { DATABASE_NAME_PARAM } from '../databases/database-name';
 import type { Response } from 'express';
 import { ApiErrors } from '../common/http/api-errors.decorator';
 import { DatabaseResponse } from '../databases/database.response';
@@ -21,7 +22,7 @@ function answer<T>(res: Response, result: Accepted<T>): T {
 @Controller('workspaces/:workspaceSlug/databases/:databaseName/compute')
 @RequiredScope('databases')
 @WorkspaceScoped()
-@ApiParam({ name: 'databaseName', type: String })
+@ApiParam(DATABASE_NAME_PARAM)
 export class ComputeInstancesController {
   constructor(private readonly compute: ComputeService) {}
 

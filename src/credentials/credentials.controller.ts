@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { DATABASE_NAME_PARAM } from '../databases/database-name';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { AuthenticationReads } from '../auth/authentication-reads';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
@@ -18,7 +19,7 @@ import { RequiredScope } from '../auth/required-scope';
 @Controller('workspaces/:workspaceSlug/databases/:databaseName/credentials')
 @RequiredScope('databases')
 @WorkspaceScoped()
-@ApiParam({ name: 'databaseName', type: String })
+@ApiParam(DATABASE_NAME_PARAM)
 export class CredentialsController {
   constructor(private readonly credentials: CredentialsService) {}
 

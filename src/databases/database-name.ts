@@ -31,3 +31,11 @@ export function IsDatabaseName(options?: ValidationOptions): PropertyDecorator {
       },
     });
 }
+
+/** How the API document describes the `{databaseName}` path parameter (see DatabasesService.findOperable). */
+export const DATABASE_NAME_PARAM = {
+  name: 'databaseName',
+  type: String,
+  description:
+    "The database's name, or its id: the way to reach a database queued for deletion once a new database has its name",
+};

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AuthenticationReads } from '../auth/authentication-reads';
 import { ApiErrors } from '../common/http/api-errors.decorator';
@@ -7,6 +7,7 @@ import { AppConfig } from '../config/app-config';
 import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-access.guard';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import type { DatabaseEntity } from './database.entity';
+import { DATABASE_NAME_PARAM } from './database-name';
 import { DatabaseResponse } from './database.response';
 import { DatabasesService } from './databases.service';
 import { PrefetchedDatabase } from './prefetched-database.decorator';
@@ -70,6 +71,7 @@ export class DatabasesController {
   }
 
   @Get(':databaseName')
+  @ApiParam(DATABASE_NAME_PARAM)
   @ApiOperation({
     operationId: 'getDatabase',
     summary: 'Get a database by name (also while it is queued for deletion, with `deleted` set)',
@@ -86,6 +88,7 @@ export class DatabasesController {
   }
 
   @Put(':databaseName')
+  @ApiParam(DATABASE_NAME_PARAM)
   @ApiOperation({
     operationId: 'renameDatabase',
     summary: 'Rename a database',
@@ -103,6 +106,7 @@ export class DatabasesController {
   }
 
   @Delete(':databaseName')
+  @ApiParam(DATABASE_NAME_PARAM)
   @ApiOperation({
     operationId: 'deleteDatabase',
     summary: 'Delete a database',
