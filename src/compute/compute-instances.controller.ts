@@ -1,8 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import { ApiConsumes, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { DATABASE_NAME_PARAM } from '../databases/database-name';
 import type { Response } from 'express';
 import { ApiErrors } from '../common/http/api-errors.decorator';
+import { DATABASE_NAME_PARAM } from '../databases/database-name';
 import { DatabaseResponse } from '../databases/database.response';
 import { CurrentWorkspace, WorkspaceScoped } from '../workspaces/workspace-access.guard';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';

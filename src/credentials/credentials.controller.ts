@@ -1,6 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { DATABASE_NAME_PARAM } from '../databases/database-name';
 import type { AuthenticatedDeveloper } from '../auth/authenticated-developer';
 import { AuthenticationReads } from '../auth/authentication-reads';
 import { CurrentDeveloper } from '../auth/current-developer.decorator';
@@ -14,6 +13,7 @@ import { CredentialsService } from './credentials.service';
 import { CredentialGroupQueryDto } from './dto/credential-group-query.dto';
 import { RotateCredentialsDto } from './dto/rotate-credentials.dto';
 import { RequiredScope } from '../auth/required-scope';
+import { DATABASE_NAME_PARAM } from '../databases/database-name';
 
 @ApiTags('credentials')
 @Controller('workspaces/:workspaceSlug/databases/:databaseName/credentials')
