@@ -76,9 +76,9 @@ export const COMPUTE_UNIT = 'instance-hour';
 export const SUBSCRIPTION_UNIT = 'month';
 export const STORAGE_UNIT = 'GB-month';
 /** Line source of a level's included storage, per subscription row. */
-export const storageAllowanceSource = (subscriptionId: string) => `allowance:${subscriptionId}`;
+const storageAllowanceSource = (subscriptionId: string) => `allowance:${subscriptionId}`;
 /** Line source of the included storage of the time without a subscription (after a close). */
-export const CLOSED_ALLOWANCE_SOURCE = 'allowance:closed';
+const CLOSED_ALLOWANCE_SOURCE = 'allowance:closed';
 const BYTES_PER_GB = 1_000_000_000n;
 
 const MICROS = 1_000_000n;
