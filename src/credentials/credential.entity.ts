@@ -53,6 +53,14 @@ export class CredentialEntity {
   @Column({ type: 'boolean', default: false })
   pending!: boolean;
 
+  /**
+   * Issued by a rotation, whose plan check is decided when it is confirmed (with the other
+   * rotations of the database, in turn): while pending, a rotation does not count it as working,
+   * as it does a create's (which is confirmed with no check after its intent's).
+   */
+  @Column({ name: 'issued_by_rotation', type: 'boolean', default: false })
+  issuedByRotation!: boolean;
+
   @Column({ type: 'varchar', length: 200, nullable: true })
   tenant!: string | null;
 

@@ -20,15 +20,16 @@ export class CredentialsRepository {
   /** Inserts a new credential (raw: no look-up of the id as `save` does, no query building). */
   async insert(row: Omit<CredentialEntity, 'created' | 'database'>): Promise<CredentialEntity> {
     const [{ created }] = await this.txHost.tx.query<{ created: Date }[]>(
-      `INSERT INTO credentials (id, database_id, password_ciphertext, internal, pending, tenant, created_by,
-                                expires_at, expired_by_rotation_id, dropped)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING created`,
+      `INSERT INTO credentials (id, database_id, password_ciphertext, internal, pending, issued_by_rotation, tenant,
+                                created_by, expires_at, expired_by_rotation_id, dropped)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING created`,
       [
         row.id,
         row.databaseId,
         row.passwordCiphertext,
         row.internal,
         row.pending,
+        row.issuedByRotation,
         row.tenant,
         row.createdBy,
         row.expiresAt,
@@ -155,7 +156,7 @@ export class CredentialsRepository {
 
   /**
    * The database's credentials not dropped other than `exceptId`, pending ones included (a
-   * rotation's previous ones are those not pending; the pending ones count against its plan check).
+   * rotation's previous ones are those not pending; pending creates count against its plan check).
    */
   liveExcept(databaseId: string, exceptId: string): Promise<CredentialEntity[]> {
     return this.repo.find({ where: { databaseId, dropped: IsNull(), id: Not(exceptId) } });
@@ -163,9 +164,9 @@ export class CredentialsRepository {
 
   /**
    * How many credentials of the database (not dropped) are still working at `at` by their current
-   * expiry, or will once made (pending creates, whose roles may be in the making), and how many of
-   * those made are of `group` (those the rotation replaces): what a rotation's plan check counts
-   * before its role is made.
+   * expiry, or will once made (pending creates, whose roles may be in the making; not other
+   * rotations' credentials, which their own check decides), and how many of those made are of
+   * `group` (those the rotation replaces): what a rotation's plan check counts before its role is made.
    */
   async countWorkingAt(
     databaseId: string,
@@ -176,7 +177,8 @@ export class CredentialsRepository {
       `SELECT count(*)::int AS "all",
               count(*) FILTER (WHERE NOT pending AND tenant IS NOT DISTINCT FROM $3 AND internal = $4)::int AS "inGroup"
          FROM credentials
-        WHERE database_id = $1 AND dropped IS NULL AND (expires_at IS NULL OR expires_at > $2)`,
+        WHERE database_id = $1 AND dropped IS NULL AND NOT (pending AND issued_by_rotation)
+          AND (expires_at IS NULL OR expires_at > $2)`,
       [databaseId, at, group.tenant, group.internal],
     );
     return row;

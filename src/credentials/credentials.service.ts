@@ -223,14 +223,16 @@ export class CredentialsService implements OnModuleInit {
       extra: async (fresh) => {
         const now = Date.now();
         const expireAt = new Date(now + delayHours * 3600 * 1000);
-        // Creates still making their roles count as working (they will be, once confirmed), or
-        // rotations meanwhile would pass the plan by as many; they are not previous (not replaced).
+        // Creates still making their roles count as working (they will be, once confirmed with no
+        // check after their intent's), or rotations meanwhile would pass the plan by as many; other
+        // rotations' do not (each is decided in its own turn here). Neither is previous (not replaced).
         const others = await this.credentials.liveExcept(database.id, fresh.id);
+        const counted = others.filter((c) => !(c.pending && c.issuedByRotation));
         const previous = others.filter((c) => !c.pending && inGroup(c, group));
         const working = (list: CredentialEntity[]) =>
           list.filter((c) => !c.expiresAt || c.expiresAt.getTime() > now).length;
         await this.assertRotationWithinPlan(workspace.id, delayHours, () =>
-          Promise.resolve({ all: working(others), inGroup: working(previous) }),
+          Promise.resolve({ all: working(counted), inGroup: working(previous) }),
         );
         const rotation = await this.credentials.saveRotation({
           databaseId: database.id,
@@ -492,6 +494,7 @@ export class CredentialsService implements OnModuleInit {
           passwordCiphertext: this.box.seal(password),
           internal: group.internal,
           pending: true,
+          issuedByRotation: !!options.extra,
           tenant: group.tenant,
           createdBy: callerId,
           expiresAt: null,

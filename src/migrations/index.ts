@@ -21,6 +21,7 @@ import { LiveCredentialsAndInstancesIndexes1795800000010 } from './1795800000010
 import { ComputeChanges1795800000011 } from './1795800000011-ComputeChanges';
 import { UnbuiltByServer1795800000012 } from './1795800000012-UnbuiltByServer';
 import { BillingMonthPrices1795800000013 } from './1795800000013-BillingMonthPrices';
+import { RotationIntents1795800000014 } from './1795800000014-RotationIntents';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -47,4 +48,5 @@ export const MIGRATIONS: (new () => object)[] = [
   ComputeChanges1795800000011,
   UnbuiltByServer1795800000012,
   BillingMonthPrices1795800000013,
+  RotationIntents1795800000014,
 ];
