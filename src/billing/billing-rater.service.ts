@@ -29,6 +29,8 @@ export class BillingRater implements OnModuleInit {
   private lastSweep?: number;
   /** The sweep under way in this process, if any: a concurrent call waits for it instead of doubling it. */
   private sweeping?: Promise<number>;
+  /** The month whose prices this process has seen recorded (see recordMonthPrices). */
+  private pricesRecordedFor?: string;
 
   constructor(
     private readonly txHost: MetadataTransactions,
@@ -68,14 +70,19 @@ export class BillingRater implements OnModuleInit {
     await this.subscriptions.holdFreeFromCreation(workspaceId);
     return this.txHost.withTransaction(async () => {
       await this.lines.lockMonth(workspaceId, month.ym);
-      const prices = await this.monthPrices.recordedOr(month.ym, this.currentPrices());
+      const at = now ?? new Date();
+      const prices = await this.monthPrices.recordedOr(
+        month.ym,
+        this.currentPrices(),
+        month.ym < billingMonthOf(at).ym,
+      );
       const periods = await this.usage.overlapping(workspaceId, month.start, month.end);
       const subscriptions = await this.subscriptions.overlapping(workspaceId, month.start, month.end);
       const heldSince = await this.subscriptions.heldSince(workspaceId);
       const storage = await this.storage.ofMonth(workspaceId, month.ym);
       const lines = rateMonth({
         month,
-        now: now ?? new Date(),
+        now: at,
         periods,
         subscriptions,
         // FREE costs nothing and includes FREE_STORAGE_INCLUDED_GB; PRO costs its price and includes none.
@@ -102,6 +109,7 @@ export class BillingRater implements OnModuleInit {
    * re-rating by a whole interval. A call while a sweep runs in this process joins it (answers 0).
    */
   async sweep(now = new Date()): Promise<number> {
+    await this.recordMonthPrices(now);
     const intervalMs = this.config.env.BILLING_RATING_INTERVAL_SECONDS * 1000;
     if (this.sweeping)
       return this.sweeping.then(
@@ -113,12 +121,21 @@ export class BillingRater implements OnModuleInit {
     return this.sweeping;
   }
 
+  /**
+   * Records the current month's prices at the first pass in it (every reconcile pass, whatever
+   * BILLING_RATING_INTERVAL_SECONDS, and whether or not anything is billed yet): a change of the
+   * configuration later in the month waits for the next.
+   */
+  private async recordMonthPrices(now: Date): Promise<void> {
+    const { ym } = billingMonthOf(now);
+    if (this.pricesRecordedFor === ym) return;
+    await this.monthPrices.recordedOr(ym, this.currentPrices(), false);
+    this.pricesRecordedFor = ym;
+  }
+
   private async sweepNow(now: Date): Promise<number> {
     const current = billingMonthOf(now);
     const previous = previousBillingMonth(current);
-    // The month's prices are recorded in its first pass, whether or not anything is billed yet: a
-    // change of the configuration later in the month waits for the next.
-    await this.monthPrices.recordedOr(current.ym, this.currentPrices());
     const workspaceIds = new Set([
       ...(await this.usage.workspacesWithUsage(previous.start, current.end)),
       ...(await this.subscriptions.workspacesPayingIn(previous.start, current.end)),
