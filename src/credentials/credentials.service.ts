@@ -7,7 +7,7 @@ import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import { SecretBox } from '../common/crypto/secret-box';
 import { randomToken } from '../common/crypto/tokens';
 import { PlanLimits } from '../subscriptions/plan-limits.service';
-import { DataPlane } from '../data-plane/data-plane.service';
+import { DataPlane, DataPlaneError } from '../data-plane/data-plane.service';
 import { UnansweringServers } from '../data-plane/unanswering-servers';
 import { scramSha256Verifier } from '../data-plane/scram';
 import { DatabaseFinalizers } from '../databases/database-finalizers';
@@ -47,6 +47,11 @@ const inGroup = (credential: CredentialEntity, group: CredentialGroup): boolean 
   credential.tenant === group.tenant && credential.internal === group.internal;
 
 const databaseGone = () => new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
+/** PostgreSQL: invalid_catalog_name (the database does not exist); admin_shutdown (the session was ended). */
+const DATABASE_MISSING = '3D000';
+const SESSION_ENDED = '57P01';
+/** How long a DELETE that failed while its database's finalization may be under way waits for it to finish. */
+const FINALIZATION_WAIT_MS = 2000;
 
 /**
  * A create whose role took longer than the sweep waits for a pending one (pendingAbandonMs): its
@@ -160,10 +165,11 @@ export class CredentialsService implements OnModuleInit {
     try {
       await this.dataPlane.dropLoginRole(serverOf(database), database.physicalName, credential.id);
     } catch (err) {
-      // The database deleted and being finalized meanwhile (its DROP DATABASE ended our session in it,
-      // or it was gone by the time we connected): the delete comes second, as if serial. The
-      // finalization drops the role with the database and marks the credential dropped.
-      if (await this.finalizationDue(database.id)) throw databaseGone();
+      // The database dropped by its finalization meanwhile (its DROP DATABASE ended our session in
+      // it, or it was gone by the time we connected): the delete comes second, as if serial. The
+      // finalization drops the role with the database and marks the credential dropped. A server
+      // that does not answer is an outage (503) even when the deletion is due: the role still logs in.
+      if (await this.droppedByFinalization(database.id, err)) throw databaseGone();
       this.logger.error(
         { errorCode: ErrorCode.CredentialPropagationFailure, credentialId, err: messageOf(err) },
         'credential role could not be dropped; the sweep will retry',
@@ -575,6 +581,26 @@ export class CredentialsService implements OnModuleInit {
       credential.pending = false;
       return { credential, database: row, extra: await extra(credential) };
     });
+  }
+
+  /**
+   * Whether `err`, a data-plane call's failure in the database, came of its finalization: its
+   * deletion is due (or it is finalized) and the server said the database is gone (3D000) or ended
+   * the session in it (57P01, as DROP DATABASE … WITH (FORCE) does), or, for any other failure (the
+   * client may see such an end only as a closed connection), the row is finalized within moments,
+   * as a finalization under way is and one held up by an outage is not.
+   */
+  private async droppedByFinalization(databaseId: string, err: unknown): Promise<boolean> {
+    if (!(await this.finalizationDue(databaseId))) return false;
+    const code = err instanceof DataPlaneError ? err.code : undefined;
+    if (code === DATABASE_MISSING || code === SESSION_ENDED) return true;
+    const deadline = Date.now() + FINALIZATION_WAIT_MS;
+    for (;;) {
+      const row = await this.databases.findRow(databaseId);
+      if (!row || row.finalized) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   /** Whether the database is finalized, or deleted with its finalization due (it may be under way). */
