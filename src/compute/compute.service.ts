@@ -7,6 +7,7 @@ import { isUuid } from '../common/http/uuid';
 import type { DatabaseEntity } from '../databases/database.entity';
 import type { DatabaseResponse } from '../databases/database.response';
 import { DatabasesService } from '../databases/databases.service';
+import { databaseNotFound } from '../databases/database-name';
 import { PlanLimits } from '../subscriptions/plan-limits.service';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
@@ -76,7 +77,7 @@ export class ComputeService {
       await this.instances.lockCreatesOf(database.id);
       // Shares the lock a finalization takes: no instance is added to a database being finalized.
       const locked = await this.databases.lock(database.id, 'pessimistic_read');
-      if (!locked || locked.finalized) throw this.databaseGone(workspace, databaseName);
+      if (!locked || locked.finalized) throw databaseNotFound(workspace, databaseName);
       const max = this.config.env.COMPUTE_MAX_INSTANCES_PER_DATABASE;
       if ((await this.instances.countUnterminatedOf(database.id)) >= max) {
         throw new ApiException(
@@ -296,9 +297,5 @@ export class ComputeService {
 
   private instanceNotFound(instanceId: string, databaseName: string): ApiException {
     return new ApiException(ErrorCode.EntityNotFound, `No compute instance ${instanceId} in database ${databaseName}`);
-  }
-
-  private databaseGone(workspace: WorkspaceEntity, name: string): ApiException {
-    return new ApiException(ErrorCode.EntityNotFound, `No database named ${name} in workspace ${workspace.slug}`);
   }
 }

@@ -1,4 +1,7 @@
 import { registerDecorator, ValidationArguments, ValidationOptions } from 'class-validator';
+import { ApiException } from '../common/errors/api-exception';
+import { ErrorCode } from '../common/errors/error-code';
+import { isUuid } from '../common/http/uuid';
 
 /** Database names: fewer than 64 characters; letters, digits and underscores; not starting with a digit. */
 export const DATABASE_NAME_MAX_LENGTH = 63;
@@ -39,3 +42,9 @@ export const DATABASE_NAME_PARAM = {
   description:
     "The database's name, or its id: the way to reach a database queued for deletion once a new database has its name",
 };
+
+/** 404 for a `{databaseName}` path parameter that names no database the caller may act on (a name, or an id). */
+export function databaseNotFound(workspace: { slug: string }, nameOrId: string): ApiException {
+  const which = isUuid(nameOrId) ? `with id ${nameOrId}` : `named ${nameOrId}`;
+  return new ApiException(ErrorCode.EntityNotFound, `No database ${which} in workspace ${workspace.slug}`);
+}

@@ -169,14 +169,24 @@ export class DatabasesRepository {
     return this.repo.existsBy({ workspaceId, name, deleted: IsNull() });
   }
 
-  /** Renames the row while it is live and still named `name`; how many rows changed. */
-  async renameIfLive(id: string, name: string, newName: string): Promise<number> {
-    return (await this.repo.update({ id, name, deleted: IsNull() }, { name: newName })).affected ?? 0;
+  /** Renames the row while it is live (and, when `name` is given, still named so); how many rows changed. */
+  async renameIfLive(id: string, name: string | undefined, newName: string): Promise<number> {
+    return (
+      (await this.repo.update({ id, ...(name === undefined ? {} : { name }), deleted: IsNull() }, { name: newName }))
+        .affected ?? 0
+    );
   }
 
-  /** Queues the row for deletion while it is live and still named `name`; how many rows changed. */
-  async markDeletedIfNamed(id: string, name: string, deleted: Date, deletionDueAt: Date): Promise<number> {
-    return (await this.repo.update({ id, name, deleted: IsNull() }, { deleted, deletionDueAt })).affected ?? 0;
+  /** Queues the row for deletion while it is live (and, when `name` is given, still named so); how many rows changed. */
+  async markDeletedIfNamed(id: string, name: string | undefined, deleted: Date, deletionDueAt: Date): Promise<number> {
+    return (
+      (
+        await this.repo.update(
+          { id, ...(name === undefined ? {} : { name }), deleted: IsNull() },
+          { deleted, deletionDueAt },
+        )
+      ).affected ?? 0
+    );
   }
 
   /** Queues the row for deletion due now while it is live in the workspace; how many rows changed. */

@@ -13,7 +13,7 @@ import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { WorkspaceResponse } from '../workspaces/workspace.response';
 import { WorkspacesService } from '../workspaces/workspaces.service';
 import { finalizeJobId, provisionJobId } from './database-jobs';
-import { isValidDatabaseName } from './database-name';
+import { databaseNotFound, isValidDatabaseName } from './database-name';
 import { DatabasesRepository, type RowLockMode } from './databases.repository';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { DatabaseResponse, DatabaseSummaryResponse } from './database.response';
@@ -178,20 +178,22 @@ export class DatabasesService {
    */
   async rename(workspace: WorkspaceEntity, name: string, newName: string): Promise<DatabaseResponse> {
     const database = await this.findOperable(workspace, name);
-    if (database.deleted) throw this.queuedForDeletion(name);
+    if (database.deleted) throw this.queuedForDeletion(database.name);
     const before = { id: database.id, name: database.name };
+    // Named by its id, the database is that row whatever its name meanwhile: only its being live counts.
+    const named = isUuid(name) ? undefined : before.name;
     if (newName !== database.name) {
       let renamed;
       try {
-        renamed = await this.databases.renameIfLive(database.id, before.name, newName);
+        renamed = await this.databases.renameIfLive(database.id, named, newName);
       } catch (err) {
         if (isUniqueViolation(err)) throw this.nameTaken(newName);
         throw err;
       }
       if (!renamed) {
         const now = await this.databases.findById(database.id);
-        if (now?.name === before.name && now.deleted) throw this.queuedForDeletion(name);
-        throw this.notFound(workspace, name);
+        if (now?.deleted && (named === undefined || now.name === named)) throw this.queuedForDeletion(now.name);
+        throw databaseNotFound(workspace, name);
       }
       database.name = newName;
     }
@@ -209,16 +211,20 @@ export class DatabasesService {
       const graceMs = this.config.env.DATABASE_DELETION_GRACE_SECONDS * 1000;
       const now = new Date();
       // Only while it still has the name read: a rename that committed since wins, and this
-      // delete then finds nothing by the old name (404), as if it had come second.
+      // delete then finds nothing by the old name (404), as if it had come second. Named by its
+      // id, the database is that row whatever its name meanwhile.
+      const named = isUuid(name) ? undefined : database.name;
       const affected = await this.databases.markDeletedIfNamed(
         database.id,
-        database.name,
+        named,
         now,
         new Date(now.getTime() + graceMs),
       );
       // A concurrent delete may have won: answer what was recorded.
       const recorded = affected ? null : await this.databases.findById(database.id);
-      if (recorded && (recorded.name !== database.name || !recorded.deleted)) throw this.notFound(workspace, name);
+      if (recorded && ((named !== undefined && recorded.name !== named) || !recorded.deleted)) {
+        throw databaseNotFound(workspace, name);
+      }
       database.deleted = recorded?.deleted ?? now;
       database.deletionDueAt = recorded?.deletionDueAt ?? new Date(now.getTime() + graceMs);
       await this.jobs.dispatch(
@@ -326,15 +332,15 @@ export class DatabasesService {
     name: string,
     prefetched?: DatabaseEntity | null,
   ): Promise<DatabaseEntity> {
-    if (prefetched === null) throw this.notFound(workspace, name);
+    if (prefetched === null) throw databaseNotFound(workspace, name);
     if (prefetched) return prefetched;
-    // On every operation on a database (reads included): one indexed statement, raw rows.
+    // On every operation on a database (reads included): one indexed statement (by name: raw rows).
     const found = isUuid(name)
       ? await this.databases.findUnfinalizedIn(name, workspace.id)
       : isValidDatabaseName(name)
         ? await this.databases.findOperable(workspace.id, name)
         : null;
-    if (!found) throw this.notFound(workspace, name);
+    if (!found) throw databaseNotFound(workspace, name);
     return found;
   }
 
@@ -519,10 +525,6 @@ export class DatabasesService {
         : `No data-plane server of region ${region} takes new databases; retry later`,
       { status: HttpStatus.SERVICE_UNAVAILABLE, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
     );
-  }
-
-  private notFound(workspace: WorkspaceEntity, name: string): ApiException {
-    return new ApiException(ErrorCode.EntityNotFound, `No database named ${name} in workspace ${workspace.slug}`);
   }
 
   private queuedForDeletion(name: string): ApiException {

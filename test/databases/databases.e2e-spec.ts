@@ -305,6 +305,42 @@ describe('databases on the data plane', () => {
       expect(res.body).toEqual({ errorCode: 'entity_not_found', message: expect.any(String), statusCode: 404 });
       await t.http.get(path('not-a-valid-name')).set(auth).expect(404);
     });
+
+    it('names a database by its id too (any case): get, rename and delete act on that row, renamed or not', async () => {
+      const created = await t.http
+        .post(path())
+        .set(auth)
+        .send({ databaseName: `by_id_${unique()}`, region: 'AWS_US_WEST_2' })
+        .expect(201);
+      const id = created.body.id as string;
+      expect((await t.http.get(path(id)).set(auth).expect(200)).body).toMatchObject({ id, name: created.body.name });
+      const renamed = await t.http
+        .put(path(id))
+        .set(auth)
+        .send({ name: `renamed_${unique()}` })
+        .expect(200);
+      expect(renamed.body).toMatchObject({ id, parent: { id, name: created.body.name } });
+      // Renamed again by name in between: the id still names it, and the delete by id applies.
+      await t.http
+        .put(path(renamed.body.name))
+        .set(auth)
+        .send({ name: `again_${unique()}` })
+        .expect(200);
+      const deleted = await t.http.delete(path(id.toUpperCase())).set(auth).expect(200);
+      expect(deleted.body).toMatchObject({ id, deleted: expect.any(String) });
+      expect((await databaseRow(t, id)).deleted).not.toBeNull();
+      // Queued for deletion: a rename by id is refused as one by name is, naming the database.
+      const refused = await t.http
+        .put(path(id))
+        .set(auth)
+        .send({ name: `late_${unique()}` })
+        .expect(409);
+      expect(refused.body.message).toMatch(/^Database again_\w+ is queued for deletion/);
+      const unknown = '00000000-0000-4000-8000-000000000000';
+      expect((await t.http.get(path(unknown)).set(auth).expect(404)).body.message).toBe(
+        `No database with id ${unknown} in workspace ${slug}`,
+      );
+    });
   });
 
   describe('rename', () => {
