@@ -243,7 +243,8 @@ export class ComputeLifecycle implements OnModuleInit {
     let after: string | undefined;
     for (;;) {
       const page = await this.instances.unsettled(SWEEP_BATCH, after);
-      for (const instance of page) await this.dispatch(instance, true);
+      // A page's enqueues at once (ioredis pipelines them): a backlog costs round trips per page, not per instance.
+      await Promise.all(page.map((instance) => this.dispatch(instance, true)));
       if (page.length < SWEEP_BATCH) break;
       after = page[page.length - 1].id;
     }
