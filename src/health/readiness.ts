@@ -12,6 +12,8 @@ import { Queues } from '../queues/queue-names';
 const CHECK_TIMEOUT_MS = 1500;
 /** Redis's answer to a write it refuses (READONLY on a replica, OOM at `maxmemory`): it answers, but takes no job. */
 const REFUSES_WRITES = 'refusing writes';
+/** The error replies of a Redis that answers but takes no write (others, NOAUTH or LOADING say, count as not answering). */
+const WRITE_REFUSALS = /^(READONLY|OOM|MISCONF) /;
 
 /**
  * Whether this process can do its work: the metadata PostgreSQL and Redis answer. Shared by the
@@ -77,7 +79,9 @@ export class Readiness implements OnApplicationShutdown {
               try {
                 await this.jobs.queue(Queues.DatabaseLifecycle).client.set(this.redisKey, '1', 'PX', 60_000);
               } catch (err) {
-                throw err instanceof ReplyError ? new Error(REFUSES_WRITES) : err;
+                throw err instanceof ReplyError && WRITE_REFUSALS.test((err as Error).message)
+                  ? new Error(REFUSES_WRITES)
+                  : err;
               }
             })
             .withTimeout(CHECK_TIMEOUT_MS),

@@ -99,7 +99,9 @@ describe('health probes', () => {
         await t.http.get('/health/ready').expect(200);
       } finally {
         client.disconnect();
+        const exited = once(replica, 'exit');
         replica.kill();
+        await exited;
       }
     });
   });
