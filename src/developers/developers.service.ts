@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { isEmail } from 'class-validator';
+import { EMAIL_ADDRESS_RULE } from './email-address';
 import { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
@@ -216,8 +217,11 @@ export class DevelopersService {
    */
   async create(input: NewDeveloper): Promise<DeveloperIdentity> {
     const email = normalizeEmail(input.email);
-    if (!isEmail(email) || email.length > 320) {
-      throw new ApiException(ErrorCode.BadRequest, `${input.email} is not a valid e-mail address`);
+    if (!isEmail(email, EMAIL_ADDRESS_RULE) || email.length > 320) {
+      throw new ApiException(
+        ErrorCode.BadRequest,
+        `${input.email} is not a valid e-mail address (no quoted local part)`,
+      );
     }
     if (input.kind === DeveloperKind.Human) {
       const length = input.password?.length ?? 0;

@@ -1,4 +1,6 @@
 import { DatabasesService } from '../../src/databases/databases.service';
+import { DeveloperKind } from '../../src/developers/developer.entity';
+import { DevelopersService } from '../../src/developers/developers.service';
 import { InvitesService } from '../../src/invites/invites.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { WorkspacesService } from '../../src/workspaces/workspaces.service';
@@ -197,6 +199,30 @@ describe('invites', () => {
       .send({ email: 'not-an-address' })
       .expect(400);
     expect(bad.body).toMatchObject({ errorCode: 'bad_request', message: expect.stringContaining('email') });
+  });
+
+  it('refuses (400) a quoted spelling of an address, which is delivered to the plain one: it would pass the member and pending checks and the per-address limit', async () => {
+    const owner = await createDeveloperWithToken(t.app);
+    const ws = await createWorkspace(t, owner.auth);
+    const [local, domain] = owner.developer.email.split('@');
+    for (const email of [
+      `"${local}"@${domain}`,
+      `" ${local}"@${domain}`,
+      `"${local} "@${domain}`,
+      `"\\${local}"@${domain}`,
+    ]) {
+      const res = await t.http.post(`/workspaces/${ws.slug}/invites`).set(owner.auth).send({ email }).expect(400);
+      expect(res.body).toEqual({
+        errorCode: 'bad_request',
+        message: 'email must be a valid e-mail address (no quoted local part)',
+        statusCode: 400,
+      });
+    }
+    expect(await t.dataSource.query('SELECT id FROM invites WHERE workspace_id = $1', [ws.id])).toEqual([]);
+    // Nor does an account get such an address (the CLI's developer:create and the join page make accounts).
+    await expect(
+      t.app.get(DevelopersService).create({ email: `"${local}"@${domain}`, kind: DeveloperKind.Api }),
+    ).rejects.toMatchObject({ status: 400 });
   });
 
   it('lists invites with an optional state filter, and rejects an unknown state', async () => {
