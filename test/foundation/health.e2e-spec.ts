@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import Redis from 'ioredis';
+import { freePort } from '../support/free-port';
 import { createOwnDatabase, dropOwnDatabase, withAdmin } from '../support/own-database';
 import { createTestApp, eventually, TestApp } from '../support/test-app';
 
@@ -55,10 +55,7 @@ describe('health probes', () => {
     it('GET /health/ready answers 503 naming Redis as refusing writes: no queue could take a job there', async () => {
       // A Redis of this spec's own, a replica of a master that does not exist: it answers PING and
       // reads, and refuses every write with READONLY.
-      const probe = createServer().listen(0, '127.0.0.1');
-      await once(probe, 'listening');
-      const port = (probe.address() as { port: number }).port;
-      probe.close();
+      const port = await freePort();
       const replica = spawn(
         'redis-server',
         [
