@@ -182,18 +182,17 @@ function rateStorage(input: RatingInput, monthMs: bigint): RatedLine[] {
       amount: formatMicros(amount),
     });
   }
-  // Rows do not overlap one another: the time since heldSince that none covers was closed.
-  const rows = [...input.subscriptions].sort((a, b) => a.id.localeCompare(b.id));
-  const covered = rows.reduce((sum, r) => sum + overlapMs(r.validFrom, r.validTo, input.month, input.now), 0n);
-  const closedMs = input.heldSince ? overlapMs(input.heldSince, null, input.month, input.now) - covered : 0n;
-  const holdings = [
-    ...rows.map((r) => ({
+  const holdings = [...input.subscriptions]
+    .sort((a, b) => a.id.localeCompare(b.id))
+    .map((r) => ({
       level: r.level,
       ms: overlapMs(r.validFrom, r.validTo, input.month, input.now),
       source: storageAllowanceSource(r.id),
-    })),
-    { level: LEVEL_WHEN_CLOSED, ms: closedMs, source: CLOSED_ALLOWANCE_SOURCE },
-  ];
+    }));
+  // Rows do not overlap one another: the time since heldSince that none covers was closed.
+  const covered = holdings.reduce((sum, h) => sum + h.ms, 0n);
+  const closedMs = input.heldSince ? overlapMs(input.heldSince, null, input.month, input.now) - covered : 0n;
+  holdings.push({ level: LEVEL_WHEN_CLOSED, ms: closedMs, source: CLOSED_ALLOWANCE_SOURCE });
   for (const { level, ms, source } of holdings) {
     const included = toMicros(input.includedStorageGb?.(level) ?? 0);
     // included GB × 10^9 bytes × ms / 1000 = includedMicros × 10^3 × ms / 10^3 byte-seconds

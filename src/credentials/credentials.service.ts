@@ -53,6 +53,11 @@ const SESSION_ENDED = '57P01';
 /** How long a DELETE that failed while its database's finalization may be under way waits for it to finish. */
 const FINALIZATION_WAIT_MS = 2000;
 
+/** Whether the database is deleted and its grace period over (its finalization may be under way). */
+function isFinalizationDue(row: Pick<DatabaseEntity, 'deleted' | 'deletionDueAt'>): boolean {
+  return !!row.deleted && (!row.deletionDueAt || row.deletionDueAt.getTime() <= Date.now());
+}
+
 /**
  * A create whose role took longer than the sweep waits for a pending one (pendingAbandonMs): its
  * row was given up, and the role it made is dropped by the sweep. The server was too slow to
@@ -591,23 +596,23 @@ export class CredentialsService implements OnModuleInit {
    * as a finalization under way is and one held up by an outage is not.
    */
   private async droppedByFinalization(databaseId: string, err: unknown): Promise<boolean> {
-    if (!(await this.finalizationDue(databaseId))) return false;
+    let row = await this.databases.findRow(databaseId);
+    if (!row || row.finalized) return true;
+    if (!isFinalizationDue(row)) return false;
     const code = err instanceof DataPlaneError ? err.code : undefined;
     if (code === DATABASE_MISSING || code === SESSION_ENDED) return true;
-    const deadline = Date.now() + FINALIZATION_WAIT_MS;
-    for (;;) {
-      const row = await this.databases.findRow(databaseId);
-      if (!row || row.finalized) return true;
-      if (Date.now() >= deadline) return false;
+    for (const deadline = Date.now() + FINALIZATION_WAIT_MS; Date.now() < deadline;) {
       await new Promise((resolve) => setTimeout(resolve, 100));
+      row = await this.databases.findRow(databaseId);
+      if (!row || row.finalized) return true;
     }
+    return false;
   }
 
   /** Whether the database is finalized, or deleted with its finalization due (it may be under way). */
   private async finalizationDue(databaseId: string): Promise<boolean> {
     const row = await this.databases.findRow(databaseId);
-    if (!row || row.finalized) return true;
-    return !!row.deleted && (!row.deletionDueAt || row.deletionDueAt.getTime() <= Date.now());
+    return !row || !!row.finalized || isFinalizationDue(row);
   }
 
   /**
