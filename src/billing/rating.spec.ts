@@ -233,56 +233,44 @@ describe('rating', () => {
 
   it('gives the time after a close (no row, held to FREE) the FREE allowance too, from when the workspace held a level', () => {
     const month = 2_592_000n;
-    const included = (level: string) => (level === 'FREE' ? 1 : 0);
+    /** The storage lines of 3 GB held all April at 0.1 USD/GB-month, FREE including 1 GB-month. */
+    const storageLines = (subscriptions: RatingInput['subscriptions'], heldSince: string, now = afterApril) =>
+      rate({
+        subscriptions,
+        heldSince: new Date(heldSince),
+        now,
+        storage: [{ databaseId: 'db', byteSeconds: 3_000_000_000n * month }],
+        storagePricePerGbMonth: 0.1,
+        includedStorageGb: (level: string) => (level === 'FREE' ? 1 : 0),
+      }).filter((l) => l.component === 'storage');
     // FREE until the 11th, closed since: the whole month is FREE's, a third by its row.
-    const closed = rate({
-      subscriptions: [
-        {
-          id: 'free',
-          level: 'FREE',
-          validFrom: new Date('2025-01-01T00:00:00Z'),
-          validTo: new Date('2025-04-11T00:00:00Z'),
-        },
-      ],
-      heldSince: new Date('2025-01-01T00:00:00Z'),
-      storage: [{ databaseId: 'db', byteSeconds: 3_000_000_000n * month }],
-      storagePricePerGbMonth: 0.1,
-      includedStorageGb: included,
-    }).filter((l) => l.component === 'storage');
-    expect(closed.map((l) => [l.sourceId, l.quantity, l.amount])).toEqual([
+    const freeUntil11th = {
+      id: 'free',
+      level: 'FREE',
+      validFrom: new Date('2025-01-01T00:00:00Z'),
+      validTo: new Date('2025-04-11T00:00:00Z'),
+    };
+    expect(
+      storageLines([freeUntil11th], '2025-01-01T00:00:00Z').map((l) => [l.sourceId, l.quantity, l.amount]),
+    ).toEqual([
       ['allowance:closed', '-0.666667', '-0.066667'],
       ['allowance:free', '-0.333333', '-0.033333'],
       ['db', '3.000000', '0.300000'],
     ]);
     // PRO closed on the 16th: the second half is FREE's. Before the workspace held anything, nothing.
-    const afterPro = rate({
-      subscriptions: [
-        {
-          id: 'pro',
-          level: 'PRO',
-          validFrom: new Date('2025-04-06T00:00:00Z'),
-          validTo: new Date('2025-04-16T00:00:00Z'),
-        },
-      ],
-      heldSince: new Date('2025-04-06T00:00:00Z'),
-      storage: [{ databaseId: 'db', byteSeconds: 3_000_000_000n * month }],
-      storagePricePerGbMonth: 0.1,
-      includedStorageGb: included,
-    }).filter((l) => l.component === 'storage');
-    expect(afterPro.map((l) => [l.sourceId, l.quantity])).toEqual([
+    const pro = {
+      id: 'pro',
+      level: 'PRO',
+      validFrom: new Date('2025-04-06T00:00:00Z'),
+      validTo: new Date('2025-04-16T00:00:00Z'),
+    };
+    expect(storageLines([pro], '2025-04-06T00:00:00Z').map((l) => [l.sourceId, l.quantity])).toEqual([
       ['allowance:closed', '-0.500000'],
       ['db', '3.000000'],
     ]);
     // Closed before the month: all of it. Accrued up to now in the current month.
-    const wholeMonth = rate({
-      subscriptions: [],
-      heldSince: new Date('2025-01-01T00:00:00Z'),
-      now: new Date('2025-04-16T00:00:00Z'),
-      storage: [{ databaseId: 'db', byteSeconds: 3_000_000_000n * month }],
-      storagePricePerGbMonth: 0.1,
-      includedStorageGb: included,
-    }).filter((l) => l.component === 'storage');
-    expect(wholeMonth.map((l) => [l.sourceId, l.quantity])).toEqual([
+    const midApril = new Date('2025-04-16T00:00:00Z');
+    expect(storageLines([], '2025-01-01T00:00:00Z', midApril).map((l) => [l.sourceId, l.quantity])).toEqual([
       ['allowance:closed', '-0.500000'],
       ['db', '3.000000'],
     ]);
