@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
-import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { MetadataTransactionsModule } from './database/metadata-transactions';
 import { AuthModule } from './auth/auth.module';
 import { OAuthModule } from './auth/oauth/oauth.module';
 import { BillingModule } from './billing/billing.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
+import { JsonBodyRead } from './common/http/json-body-read.guard';
 import { createValidationPipe } from './common/http/validation';
 import { CommonModule } from './common/common.module';
 import { ComputeModule } from './compute/compute.module';
@@ -67,6 +68,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_PIPE, useFactory: createValidationPipe },
+    { provide: APP_GUARD, useClass: JsonBodyRead },
   ],
 })
 export class AppModule {}

@@ -1,4 +1,5 @@
 import { connect, type AddressInfo } from 'node:net';
+import { createReadyDatabase, createWorkspace, unique } from '../databases/support';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
 
 /** Sends `raw` as it is over a TCP connection and reads the answer until the server closes it. */
@@ -109,6 +110,55 @@ describe('error bodies of the HTTP layer', () => {
       message: 'The request body could not be decoded as its Content-Encoding (gzip) says',
       statusCode: 400,
     });
+  });
+
+  it('answers a body that is not JSON on a route that takes JSON with 415 naming what it got, and acts on nothing', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    const { slug } = await createWorkspace(t, auth);
+    const name = `form_${unique()}`;
+    const cases: Array<[string | undefined, string]> = [
+      ['application/x-www-form-urlencoded', `databaseName=${name}&region=AWS_US_WEST_2`],
+      ['text/plain', JSON.stringify({ databaseName: name, region: 'AWS_US_WEST_2' })],
+      [undefined, JSON.stringify({ databaseName: name, region: 'AWS_US_WEST_2' })],
+    ];
+    for (const [type, body] of cases) {
+      const req = t.http.post(`/workspaces/${slug}/databases`).set(auth);
+      // Without a type, the raw bytes go as they are and no Content-Type is sent.
+      const res = type ? await req.type(type).send(body) : await req.unset('Content-Type').send(Buffer.from(body));
+      expect(res.status).toBe(415);
+      expect(res.body).toEqual({
+        errorCode: 'bad_request',
+        message: `The request body must be application/json; it was sent ${type ? `as ${type}` : 'with no Content-Type'}`,
+        statusCode: 415,
+      });
+    }
+    const listed = await t.http.get(`/workspaces/${slug}/databases`).set(auth).expect(200);
+    expect(listed.body).toEqual([]);
+    expect(await t.dataSource.query('SELECT 1 FROM databases WHERE name = $1', [name])).toEqual([]);
+    const invite = await t.http.post(`/workspaces/${slug}/invites`).set(auth).type('form').send('email=a@example.com');
+    expect(invite.status).toBe(415);
+  });
+
+  it('still reads a JSON body, takes a route without a body whatever is sent, and answers a missing body by validation', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    const { slug } = await createWorkspace(t, auth);
+    const missing = await t.http.post(`/workspaces/${slug}/databases`).set(auth);
+    expect(missing.status).toBe(400);
+    expect(missing.body.message).toMatch(/databaseName/);
+    // The curl default type on a `*/*` route is still read as JSON.
+    await t.http
+      .post('/workspaces')
+      .set(auth)
+      .type('form')
+      .send(JSON.stringify({ name: `Form ${unique()}` }))
+      .expect(201);
+    const database = await createReadyDatabase(t, auth, slug);
+    await t.http
+      .post(`/workspaces/${slug}/databases/${database.name}/credentials`)
+      .set(auth)
+      .type('text/plain')
+      .send('anything')
+      .expect(200);
   });
 
   it("answers what Node's HTTP parser refuses (a request line too long, a malformed request) with the error body", async () => {
