@@ -47,9 +47,8 @@ const inGroup = (credential: CredentialEntity, group: CredentialGroup): boolean 
   credential.tenant === group.tenant && credential.internal === group.internal;
 
 const databaseGone = () => new ApiException(ErrorCode.EntityNotFound, 'The database no longer exists');
-/** PostgreSQL: invalid_catalog_name (the database does not exist); admin_shutdown (the session was ended). */
+/** PostgreSQL: invalid_catalog_name (the database does not exist). */
 const DATABASE_MISSING = '3D000';
-const SESSION_ENDED = '57P01';
 /** How long a DELETE that failed while its database's finalization may be under way waits for it to finish. */
 const FINALIZATION_WAIT_MS = 2000;
 
@@ -590,17 +589,17 @@ export class CredentialsService implements OnModuleInit {
 
   /**
    * Whether `err`, a data-plane call's failure in the database, came of its finalization: its
-   * deletion is due (or it is finalized) and the server said the database is gone (3D000) or ended
-   * the session in it (57P01, as DROP DATABASE … WITH (FORCE) does), or, for any other failure (the
-   * client may see such an end only as a closed connection), the row is finalized within moments,
-   * as a finalization under way is and one held up by an outage is not.
+   * deletion is due (or it is finalized) and the server said the database is gone (3D000), or, for
+   * any other failure, the row is finalized within moments, as a finalization under way is and one
+   * held up by an outage is not. A session ended by DROP DATABASE … WITH (FORCE) (57P01, or only a
+   * closed connection) is such a failure: a server shutting down ends it with the same code.
    */
   private async droppedByFinalization(databaseId: string, err: unknown): Promise<boolean> {
     let row = await this.databases.findRow(databaseId);
     if (!row || row.finalized) return true;
     if (!isFinalizationDue(row)) return false;
     const code = err instanceof DataPlaneError ? err.code : undefined;
-    if (code === DATABASE_MISSING || code === SESSION_ENDED) return true;
+    if (code === DATABASE_MISSING) return true;
     for (const deadline = Date.now() + FINALIZATION_WAIT_MS; Date.now() < deadline;) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       row = await this.databases.findRow(databaseId);

@@ -824,33 +824,41 @@ describe('database credentials (real logins on the password-checking data plane)
       await t.http.get(credentialsPath(db)).set(auth).expect(404);
     });
 
-    it('answers a DELETE of its credential 503 while its server does not answer, though its deletion is due: the role still logs in until then', async () => {
-      const db = await createReadyDatabase(t, auth, slug);
-      const cred = await issue(db);
-      await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
-      // Due, but not finalized: the finalization cannot reach the server either.
-      await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
-        db.id,
-      ]);
-      const { server_id: serverId } = await databaseRow(t, db.id);
-      const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5433'), { code: 'ECONNREFUSED' });
-      const down = jest
-        .spyOn(t.app.get(DataPlane), 'dropLoginRole')
-        .mockRejectedValue(new DataPlaneError('AWS_US_WEST_2', serverId!, true, refused));
-      try {
-        const res = await t.http
-          .delete(`${credentialsPath(db)}/${cred.id}`)
-          .set(auth)
-          .expect(503);
-        expect(res.body).toMatchObject({ errorCode: 'credential_propagation_failure', statusCode: 503 });
-        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
-      } finally {
-        down.mockRestore();
-      }
-      await expect(queryAs(db.dbHost!, cred.id, cred.password, 'SELECT 1')).resolves.toHaveLength(1);
-      await expect(t.app.get(DatabaseLifecycle).finalize(db.id)).resolves.toBe(true);
-      expect(await roleExists(cred.id)).toBe(false);
-    });
+    it.each([
+      ['does not answer', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5433'), { code: 'ECONNREFUSED' })],
+      [
+        'shuts down (ending the session as a forced drop would)',
+        Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      ],
+    ])(
+      'answers a DELETE of its credential 503 while its server %s, though its deletion is due: the role still logs in until then',
+      async (_, failure) => {
+        const db = await createReadyDatabase(t, auth, slug);
+        const cred = await issue(db);
+        await t.http.delete(`/workspaces/${slug}/databases/${db.name}`).set(auth).expect(200);
+        // Due, but not finalized: the finalization cannot reach the server either.
+        await t.dataSource.query("UPDATE databases SET deletion_due_at = now() - interval '1 second' WHERE id = $1", [
+          db.id,
+        ]);
+        const { server_id: serverId } = await databaseRow(t, db.id);
+        const down = jest
+          .spyOn(t.app.get(DataPlane), 'dropLoginRole')
+          .mockRejectedValue(new DataPlaneError('AWS_US_WEST_2', serverId!, true, failure));
+        try {
+          const res = await t.http
+            .delete(`${credentialsPath(db)}/${cred.id}`)
+            .set(auth)
+            .expect(503);
+          expect(res.body).toMatchObject({ errorCode: 'credential_propagation_failure', statusCode: 503 });
+          expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+        } finally {
+          down.mockRestore();
+        }
+        await expect(queryAs(db.dbHost!, cred.id, cred.password, 'SELECT 1')).resolves.toHaveLength(1);
+        await expect(t.app.get(DatabaseLifecycle).finalize(db.id)).resolves.toBe(true);
+        expect(await roleExists(cred.id)).toBe(false);
+      },
+    );
 
     it('is reached by its id once a new database has its name: its credentials can still be listed and revoked', async () => {
       const old = await createReadyDatabase(t, auth, slug);
