@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
+import { SecretBox } from '../common/crypto/secret-box';
 import { RedisThrottlerStorage } from '../common/rate-limit/redis-throttler-storage';
 import { AppConfig } from '../config/app-config';
 
@@ -22,6 +22,7 @@ export class AccountLoginAttempts {
   constructor(
     config: AppConfig,
     private readonly storage: RedisThrottlerStorage,
+    private readonly secrets: SecretBox,
   ) {
     this.limit = config.env.RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR;
   }
@@ -29,7 +30,7 @@ export class AccountLoginAttempts {
   /** Counts an attempt at the password of `email` (normalized); 429 once the account's budget is spent. */
   async take(email: string): Promise<void> {
     if (!this.limit) return;
-    const record = await this.storage.increment(keyOf(email), HOUR_MS, this.limit, HOUR_MS, THROTTLER);
+    const record = await this.storage.increment(this.keyOf(email), HOUR_MS, this.limit, HOUR_MS, THROTTLER);
     if (!record.isBlocked) return;
     const retryAfter = Math.max(1, record.timeToBlockExpire);
     throw new ApiException(
@@ -41,11 +42,15 @@ export class AccountLoginAttempts {
 
   /** The right password was given: the account's count starts again. */
   async clear(email: string): Promise<void> {
-    if (this.limit) await this.storage.reset(keyOf(email), THROTTLER);
+    if (this.limit) await this.storage.reset(this.keyOf(email), THROTTLER);
   }
-}
 
-/** The e-mail is not kept in Redis, only a digest of it. */
-function keyOf(email: string): string {
-  return createHash('sha256').update(email).digest('base64url');
+  /**
+   * The e-mail is not kept in Redis, only a MAC of it under the service's key: a plain digest would
+   * tell anyone who reads Redis which of a list of addresses tried to sign in. A new first key in
+   * CREDENTIAL_ENCRYPTION_KEYS starts every account's count again.
+   */
+  private keyOf(email: string): string {
+    return this.secrets.mac(THROTTLER, email);
+  }
 }

@@ -1,4 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import { createHash, randomUUID } from 'node:crypto';
+import { SecretBox } from '../../src/common/crypto/secret-box';
+import { AppConfig } from '../../src/config/app-config';
 import { expectRefusalPage } from '../support/html-page';
 import { createTestApp, TestApp } from '../support/test-app';
 import {
@@ -181,6 +184,22 @@ describe('password attempts per account, from any address (RATE_LIMIT_LOGIN_PER_
     const nobody = `nobody-${randomUUID()}@example.com`;
     for (let i = 0; i < LIMIT; i++) expect((await attempt(nobody, `wrong-${i}`)).status).toBe(401);
     expectAccountThrottledPage(await attempt(nobody, 'anything'));
+  });
+
+  it('keeps the count under a keyed digest of the e-mail: Redis holds nothing a list of addresses could be hashed to match', async () => {
+    const human = await createHuman(t.app, 'digest');
+    expect((await attempt(human.email, 'wrong')).status).toBe(401);
+    const config = t.app.get(AppConfig);
+    const redis = new Redis(config.env.REDIS_URL);
+    try {
+      const keys = await redis.keys(`${config.env.QUEUE_PREFIX}:throttle:login-account:*`);
+      const digests = keys.map((key) => key.slice(key.lastIndexOf(':') + 1));
+      expect(digests).toContain(t.app.get(SecretBox).mac('login-account', human.email));
+      expect(digests).not.toContain(createHash('sha256').update(human.email).digest('base64url'));
+      expect(keys.some((key) => key.includes(human.email))).toBe(false);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('starts the count again after a right password', async () => {
