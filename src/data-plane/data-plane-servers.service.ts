@@ -3,6 +3,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { SecretBox } from '../common/crypto/secret-box';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
+import { messageOf } from '../common/errors/message-of';
 import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, REGIONS, type Region } from '../config/regions';
 import { type DataPlaneServerEntity, DataPlaneServerState } from './data-plane-server.entity';
@@ -44,6 +45,22 @@ const REGISTRATION_LOCK = 'data-plane-servers:register';
 /** `host:port` of a URL, with PostgreSQL's default port when it names none. */
 export function hostWithPort(host: string): string {
   return /:\d+$/.test(host) ? host : `${host}:5432`;
+}
+
+/**
+ * A server whose admin URL this process cannot open: sealed with a key it does not have (a new
+ * first key in CREDENTIAL_ENCRYPTION_KEYS given to some replicas before others), or damaged. To
+ * this process it is a server that does not answer (see DataPlane.resolve).
+ */
+export class UnopenableServer extends Error {
+  constructor(
+    readonly serverId: string,
+    readonly region: Region,
+    cause: unknown,
+  ) {
+    super(`its admin URL cannot be opened here: ${messageOf(cause)}`, { cause });
+    this.name = 'UnopenableServer';
+  }
 }
 
 /**
@@ -172,12 +189,13 @@ export class DataPlaneServers implements OnModuleInit {
     if (known) return known;
     const row = await this.servers.findWithAdminUrl(id);
     if (!row) throw new Error(`no data-plane server ${id}`);
-    const target = {
-      id: row.id,
-      region: row.region,
-      url: this.box.open(row.adminUrlCiphertext),
-      sealed: row.adminUrlCiphertext,
-    };
+    let url: string;
+    try {
+      url = this.box.open(row.adminUrlCiphertext);
+    } catch (err) {
+      throw new UnopenableServer(row.id, row.region, err);
+    }
+    const target = { id: row.id, region: row.region, url, sealed: row.adminUrlCiphertext };
     this.targets.set(id, target);
     return target;
   }

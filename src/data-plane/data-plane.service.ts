@@ -4,7 +4,7 @@ import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryRe
 import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
-import { DataPlaneServers, type DataPlaneTarget } from './data-plane-servers.service';
+import { DataPlaneServers, type DataPlaneTarget, UnopenableServer } from './data-plane-servers.service';
 import {
   assertCredentialRoleName,
   assertPhysicalName,
@@ -347,7 +347,13 @@ export class DataPlane implements OnApplicationShutdown {
    * free connection slots) is down for the work that needs new sessions.
    */
   async ping(serverId: string): Promise<boolean> {
-    const target = await this.servers.target(serverId);
+    let target: DataPlaneTarget;
+    try {
+      target = await this.resolve(serverId);
+    } catch {
+      // Unopenable (noted), or removed since the caller read the fleet.
+      return false;
+    }
     const db = new Client({ ...this.connectionOptions(), connectionString: target.url });
     db.on('error', () => undefined);
     const askedAt = Date.now();
@@ -782,7 +788,7 @@ export class DataPlane implements OnApplicationShutdown {
     work: () => Promise<T>,
     options: { job?: boolean } = {},
   ): Promise<T | undefined> {
-    const target = await this.servers.target(serverId);
+    const target = await this.resolve(serverId);
     const asking = !!options.job && !this.answers.answering(target.id);
     if (asking && !this.answers.startAsking(target.id)) {
       // What it failed with last, so what a job records for operators says why.
@@ -925,11 +931,26 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
+   * The server's target. One whose admin URL this process cannot open does not answer, as far as
+   * this process can tell: that is noted (placement passes it by, the sweeps skip it) and its calls
+   * fail as unavailable (503, retried later), not as an internal error.
+   */
+  private async resolve(serverId: string): Promise<DataPlaneTarget> {
+    try {
+      return await this.servers.target(serverId);
+    } catch (err) {
+      if (!(err instanceof UnopenableServer)) throw err;
+      this.answers.unanswered(serverId, err.message, Date.now());
+      throw new DataPlaneError(err.region, serverId, true, err);
+    }
+  }
+
+  /**
    * Resolves the server and turns every failure into a DataPlaneError naming its region; whether
    * the server answered is noted for placement (ServerAnswers).
    */
   private async on<T>(serverId: string, work: (target: DataPlaneTarget) => Promise<T>): Promise<T> {
-    const target = await this.servers.target(serverId);
+    const target = await this.resolve(serverId);
     const askedAt = Date.now();
     let result: T;
     try {
@@ -958,7 +979,7 @@ export class DataPlane implements OnApplicationShutdown {
    * URL of one of its databases (for the ready probe's own short-lived connection).
    */
   async telemetryAccess(serverId: string): Promise<{ admin: Pool; databaseUrl: (physical: string) => string }> {
-    const target = await this.servers.target(serverId);
+    const target = await this.resolve(serverId);
     return {
       admin: this.admin(target),
       databaseUrl: (physical) => {
