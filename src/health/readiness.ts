@@ -10,13 +10,18 @@ import { JobDispatcher } from '../queues/job-dispatcher';
 import { Queues } from '../queues/queue-names';
 
 const CHECK_TIMEOUT_MS = 1500;
-/** Redis's answer to a write it refuses (READONLY on a replica, OOM at `maxmemory`): it answers, but takes no job. */
+/** A dependency that answers but takes no write: PostgreSQL read-only, Redis READONLY on a replica or OOM at `maxmemory`. */
 const REFUSES_WRITES = 'refusing writes';
+/**
+ * Whether the metadata PostgreSQL takes no write: a standby (a failover that left DATABASE_URL on
+ * it), or sessions read-only by default. It answers, and every write fails.
+ */
+const READ_ONLY_QUERY = "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' AS read_only";
 /** The error replies of a Redis that answers but takes no write (others, NOAUTH or LOADING say, count as not answering). */
 const WRITE_REFUSALS = /^(READONLY|OOM|MISCONF) /;
 
 /**
- * Whether this process can do its work: the metadata PostgreSQL and Redis answer. Shared by the
+ * Whether this process can do its work: the metadata PostgreSQL and Redis answer and take writes. Shared by the
  * API's /health and /health/ready and the worker's probe port.
  *
  * PostgreSQL is asked over a connection of the probe's own, not the metadata pool: with the pool
@@ -69,7 +74,8 @@ export class Readiness implements OnApplicationShutdown {
           this.indicators
             .check('postgres')
             .attempt(async () => {
-              await this.postgres.query('SELECT 1');
+              const { rows } = await this.postgres.query<{ read_only: boolean }>(READ_ONLY_QUERY);
+              if (rows[0]?.read_only) throw new Error(REFUSES_WRITES);
             })
             .withTimeout(CHECK_TIMEOUT_MS),
         () =>

@@ -14,6 +14,12 @@ describe('isDependencyOutage', () => {
     expect(isDependencyOutage(pgError({ code: '57P03', severity: 'FATAL' }))).toBe(true);
     expect(isDependencyOutage(pgError({ code: '53300', severity: 'FATAL' }))).toBe(true);
     expect(isDependencyOutage(pgError({ code: '08006', severity: 'ERROR' }))).toBe(true);
+    // A standby, or a database read-only by default: it answers and takes no write.
+    expect(
+      isDependencyOutage(
+        pgError({ code: '25006', severity: 'ERROR', message: 'cannot execute INSERT in a read-only transaction' }),
+      ),
+    ).toBe(true);
     expect(
       isDependencyOutage(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })),
     ).toBe(true);

@@ -16,8 +16,10 @@ export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
 /**
  * SQLSTATEs that say the server, not the request, is the problem: connection exceptions (class
  * 08), insufficient resources (53), operator intervention (57P01-57P05: shut down, crash recovery,
- * cannot connect now), a database not accepting connections (55000) and a lock not had within
- * `lock_timeout` (55P03: held elsewhere for longer than DATABASE_LOCK_TIMEOUT_MS). A FATAL error ends the
+ * cannot connect now), a database not accepting connections (55000), a lock not had within
+ * `lock_timeout` (55P03: held elsewhere for longer than DATABASE_LOCK_TIMEOUT_MS) and a write refused
+ * by a read-only server (25006: a standby, or read-only by default; no statement of ours asks for a
+ * read-only transaction). A FATAL error ends the
  * session before any statement ran, so it says nothing about the request either.
  */
 function isUnavailableSqlState(code: string, severity: unknown): boolean {
@@ -29,6 +31,7 @@ function isUnavailableSqlState(code: string, severity: unknown): boolean {
     code.startsWith('57P') ||
     code === '55000' ||
     code === '55P03' ||
+    code === '25006' ||
     severity === 'FATAL'
   );
 }
