@@ -145,6 +145,8 @@ export class ComputeLifecycle implements OnModuleInit {
       serverOf(first.database),
       `compute-envelope:${first.database.physicalName}`,
       () => this.applyOnce(instanceId),
+      // A job: it fails at once on a server known not to answer, not holding a slot for its timeout.
+      { job: true },
     );
     if (!applied) throw new DataPlaneRefused("another run is applying this database's envelope; will retry");
     if (!applied.ok) throw applied.error;

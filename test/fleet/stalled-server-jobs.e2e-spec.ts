@@ -4,7 +4,8 @@ import { DatabaseStatus } from '../../src/databases/database.entity';
 import { Auth, createWorkspace, databaseRow, serverIdOf, unique, waitForStatus } from '../databases/support';
 import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { TcpRelay } from '../support/tcp-relay';
-import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
+import { waitForInstance } from '../compute/support';
+import { createDeveloperWithToken, createIsolatedTestApp, eventually, reconcile, TestApp } from '../support/test-app';
 
 const REGION = 'AWS_US_WEST_2';
 const CONNECT_TIMEOUT_MS = 3000;
@@ -84,5 +85,41 @@ describe("a stalled data-plane server's jobs", () => {
       await eventually(async () => (await databaseRow(t, id)).status === DatabaseStatus.Ready, 60000, 200);
     }
     await waitForStatus(t, auth, slug, name, 'READY');
+  }, 120000);
+
+  it("do not hold up compute changes of other servers' databases, and are made once the server answers again", async () => {
+    const ready = async (server: string) =>
+      (
+        await t.dataSource.query<{ name: string }[]>(
+          "SELECT name FROM databases WHERE server_id = $1 AND status = 'READY' AND deleted IS NULL ORDER BY created",
+          [server],
+        )
+      ).map((r) => r.name);
+    const onSecond = (await ready(second)).slice(0, 9);
+    expect(onSecond).toHaveLength(9);
+    const [healthy] = await ready(first);
+    const dataPlane = t.app.get(DataPlane);
+    await link.stall();
+    await t.http.post(`/workspaces/${slug}/databases/${onSecond[0]}/credentials`).set(auth).expect(503);
+    await eventually(() => Promise.resolve(!dataPlane.answering(second)), 3 * CONNECT_TIMEOUT_MS);
+
+    const instance = (db: string) =>
+      t.http
+        .post(`/workspaces/${slug}/databases/${db}/compute`)
+        .set(auth)
+        .send({ instanceSize: 'dc-small', instanceName: `c_${unique()}` })
+        .expect(202);
+    const stalledInstances = [];
+    for (const db of onSecond) stalledInstances.push({ db, id: (await instance(db)).body.instanceId as string });
+    // The healthy server's change is made at its usual pace (well under the stalled server's changes
+    // waiting their connect timeouts in turn: 9 of them, 3 at a time, take 3 × 3 s).
+    const started = Date.now();
+    const made = (await instance(healthy)).body.instanceId as string;
+    await waitForInstance(t, auth, slug, healthy, made, 'READY');
+    expect(Date.now() - started).toBeLessThan(2 * CONNECT_TIMEOUT_MS);
+
+    link.resume();
+    await reconcile(t.app);
+    for (const { db, id } of stalledInstances) await waitForInstance(t, auth, slug, db, id, 'READY');
   }, 120000);
 });
