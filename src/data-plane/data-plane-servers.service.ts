@@ -206,11 +206,12 @@ export class DataPlaneServers implements OnModuleInit {
   }
 
   /**
-   * The server's state as the metadata database has it now (in the transaction the context
-   * carries, if any), not the directory's copy: for decisions a stale state would make wrong.
+   * The server's state and capacity as the metadata database has them now (in the transaction the
+   * context carries, if any), not the directory's copy: for decisions a stale copy would make wrong.
    */
-  async stateOf(id: string): Promise<DataPlaneServerState | undefined> {
-    return (await this.servers.findById(id))?.state;
+  async current(id: string): Promise<Pick<DataPlaneServerEntity, 'state' | 'maxDatabases'> | undefined> {
+    const row = await this.servers.findById(id);
+    return row ? { state: row.state, maxDatabases: row.maxDatabases } : undefined;
   }
 
   /**

@@ -101,15 +101,16 @@ export class WarmPool {
       }
       // A new entry takes a place on the server: the room is read and the entry recorded in the
       // region's placement turn (see Placement), so a create never takes the same last place. The
-      // server's state is read again there too: the one read above is the directory's from before
-      // the builds, and a drain (or a removal) that landed since stops the refill. The entry is
-      // built after that short transaction.
+      // server's row is read again there too: the one read above is the directory's from before
+      // the builds, and a drain (or a removal) that landed since stops the refill, a lowered
+      // capacity bounds it. The entry is built after that short transaction.
       const reserve = () =>
         this.txHost.withTransaction(async () => {
           await this.placement.takeTurn(server.region);
-          if ((await this.servers.stateOf(serverId)) !== DataPlaneServerState.Active) return 'not active' as const;
+          const current = await this.servers.current(serverId);
+          if (current?.state !== DataPlaneServerState.Active) return 'not active' as const;
           const usage = (await this.placement.usage([serverId])).get(serverId)!;
-          if (usage.databases + usage.pooled >= server.maxDatabases) return null;
+          if (usage.databases + usage.pooled >= current.maxDatabases) return null;
           const id = randomUUID();
           return this.pooled.save({
             id,
@@ -180,7 +181,7 @@ export class WarmPool {
         await this.placement.takeTurn(region);
         const entry = await this.pooled.lockUnlessTaken(id);
         if (!entry) return 'taken' as const;
-        const state = await this.servers.stateOf(serverId);
+        const state = (await this.servers.current(serverId))?.state;
         if (state && (await this.pooled.countOn(serverId)) <= this.keeps(state)) return 'kept' as const;
         if (entry.ready) await this.pooled.withdraw(id);
         return entry;

@@ -449,3 +449,37 @@ describe('a warm pool turned down', () => {
     for (const { physical_name } of left) expect(await dataPlane.databaseExists(server, physical_name)).toBe(true);
   }, 120000);
 });
+
+describe('warm pool while an operator lowers a server’s capacity', () => {
+  let t: TestApp & { metadataUrl: string };
+
+  beforeAll(async () => {
+    // No processors: only the refill this spec runs builds entries.
+    t = await createIsolatedTestApp({ DATABASE_POOL_TARGET: '3', WORKERS: 'off' });
+  });
+  afterAll(() => t.close());
+
+  it('a refill under way reserves against the capacity of the moment: it stops at the lowered one', async () => {
+    const server = await serverIdOf(t, 'AWS_US_WEST_2');
+    const pooledOn = async () =>
+      (
+        await t.dataSource.query<{ n: number }[]>(
+          'SELECT count(*)::int AS n FROM pooled_databases WHERE server_id = $1',
+          [server],
+        )
+      )[0].n;
+    expect(await pooledOn()).toBe(0);
+    // The first entry's "ready" write waits inside its transaction; the capacity is lowered meanwhile.
+    await withSlowRows(
+      t.dataSource,
+      { table: 'pooled_databases', on: 'UPDATE', when: `NEW.server_id = '${server}'::uuid AND NEW.ready`, seconds: 1 },
+      async () => {
+        const refill = t.app.get(WarmPool).refill(server);
+        await untilAsleep(t.dataSource);
+        await t.app.get(DataPlaneServers).update(server, { maxDatabases: 1 });
+        await refill;
+      },
+    );
+    expect(await pooledOn()).toBe(1);
+  });
+});
