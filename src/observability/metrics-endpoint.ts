@@ -5,18 +5,25 @@ import { OperationsMetrics } from './operations-metrics';
 import { type NodeMiddleware, requireOperator } from './operator-auth';
 import { routeTemplateOf } from './route-template';
 
+/** The status of a request whose client closed the connection before the answer was sent (nginx's). */
+const CLIENT_CLOSED_REQUEST = '499';
+
 /**
  * Times every request into `http_request_duration_seconds` (by route template, method, status).
- * Installed first, so it sees requests refused by later middleware and guards too.
+ * Installed first, so it sees requests refused by later middleware and guards too. Observed at
+ * `close`, which comes after the answer is sent and also when the client goes away first (a load
+ * balancer's or a client's timeout, where `finish` never comes): such a request counts as 499, for
+ * as long as its client waited, so the slowest requests are not the ones missing.
  */
 export function installHttpMetrics(app: NestExpressApplication): void {
   const metrics = app.get(OperationsMetrics);
   app.use((req: Request, res: Response, next: NextFunction) => {
     const started = process.hrtime.bigint();
-    res.once('finish', () => {
+    res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const status = res.writableFinished ? String(res.statusCode) : CLIENT_CLOSED_REQUEST;
       metrics.httpRequests.observe(
-        { method: req.method, route: routeTemplateOf(req, res), status_code: String(res.statusCode) },
+        { method: req.method, route: routeTemplateOf(req, res), status_code: status },
         seconds,
       );
     });

@@ -1,7 +1,18 @@
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from 'pg';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { createReadyDatabase, createWorkspace, serverIdOf } from '../databases/support';
 import { itWithPromtool, promtoolProblems } from '../support/promtool';
-import { createDeveloperWithToken, createTestApp, reconcile, TestApp, uniqueEmail } from '../support/test-app';
+import {
+  createDeveloperWithToken,
+  createIsolatedTestApp,
+  createTestApp,
+  eventually,
+  reconcile,
+  TestApp,
+  uniqueEmail,
+} from '../support/test-app';
 
 const PASSWORD = 'operator-password-for-tests';
 
@@ -48,6 +59,55 @@ describe('GET /metrics (Prometheus)', () => {
         expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
         expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
       }
+    });
+  });
+
+  describe('a request its client gives up on', () => {
+    let t: TestApp & { metadataUrl: string };
+    beforeAll(async () => (t = await createIsolatedTestApp({ OPERATOR_PASSWORD: PASSWORD })));
+    afterAll(() => t.close());
+
+    it('is counted as 499 (client closed request), for as long as the client waited', async () => {
+      const { auth } = await createDeveloperWithToken(t.app);
+      const server = t.app.getHttpServer();
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      // The list waits for a lock held by another session (this spec's metadata database is its own).
+      const blocker = new Client({ connectionString: t.metadataUrl });
+      await blocker.connect();
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query('LOCK TABLE workspace_members IN ACCESS EXCLUSIVE MODE');
+        const abandoned = request({ port, host: '127.0.0.1', path: '/workspaces', headers: auth });
+        abandoned.on('error', () => undefined);
+        abandoned.end();
+        await eventually(async () => {
+          const waiting = await t.dataSource.query(
+            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+          );
+          return waiting.length > 0;
+        }, 10000);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        abandoned.destroy();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      } finally {
+        await blocker.query('ROLLBACK');
+        await blocker.end();
+      }
+      const counts = samples(
+        (await t.http.get('/metrics').auth('operator', PASSWORD).expect(200)).text,
+        'http_request_duration_seconds_count',
+      );
+      expect(counts).toContainEqual(
+        'http_request_duration_seconds_count{method="GET",route="/workspaces",status_code="499"} 1',
+      );
+      const sums = samples(
+        (await t.http.get('/metrics').auth('operator', PASSWORD).expect(200)).text,
+        'http_request_duration_seconds_sum',
+      );
+      const waited = sums.find((line) => line.includes('status_code="499"'));
+      expect(Number(waited?.split(' ')[1])).toBeGreaterThanOrEqual(0.3);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     });
   });
 
