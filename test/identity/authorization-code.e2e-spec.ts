@@ -300,6 +300,36 @@ describe('authorization code flow with PKCE (over HTTP)', () => {
       expectTokenError(res, 'invalid_grant');
     });
 
+    it('keeps a code to its own client: presented by another (a leaked code), it is refused there, neither spent nor revoking anything', async () => {
+      const client = await createClient(t.app, { redirectUris: ['https://app.example/callback'] });
+      const params = {
+        response_type: 'code',
+        client_id: client.clientId,
+        redirect_uri: 'https://app.example/callback',
+      };
+      const own = { id: client.clientId, secret: client.clientSecret! };
+      const form = (code: string) => ({ grant_type: 'authorization_code', code, redirect_uri: params.redirect_uri });
+      // nilecli needs no secret: anyone can present a code as nilecli.
+      const asNilecli = (code: string) => tokenRequest(t.http, { ...form(code), client_id: 'nilecli' });
+
+      // Before its client redeemed it: refused, and still good for its client.
+      const fresh = await obtainCode(t.http, params, human);
+      const early = await asNilecli(fresh);
+      expectTokenError(early, 'invalid_grant');
+      expect(early.body.error_description).toBe('The authorization code was issued to another client');
+      const granted = await tokenRequest(t.http, form(fresh), own).expect(200);
+
+      // After: refused (not "already used"), and what it granted stays granted.
+      const late = await asNilecli(fresh);
+      expectTokenError(late, 'invalid_grant');
+      expect(late.body.error_description).toBe('The authorization code was issued to another client');
+      await tokenRequest(
+        t.http,
+        { grant_type: 'refresh_token', refresh_token: granted.body.refresh_token },
+        own,
+      ).expect(200);
+    });
+
     it('lets a confidential client authenticate with Basic, PKCE optional', async () => {
       const client = await createClient(t.app, { redirectUris: ['https://app.example/callback'] });
       const params = {

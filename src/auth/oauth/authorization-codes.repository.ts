@@ -32,22 +32,24 @@ export class AuthorizationCodesRepository {
   }
 
   /**
-   * Marks the code consumed if it was not, answering its grant; undefined when there is no such
-   * unconsumed code. Inside a transaction, the row stays locked until it ends.
+   * Marks the code consumed if it was not and it is `clientId`'s, answering its grant; undefined
+   * when there is no such unconsumed code. Inside a transaction, the row stays locked until it ends.
    */
-  async consume(codeHash: string): Promise<ConsumedCode | undefined> {
+  async consume(codeHash: string, clientId: string): Promise<ConsumedCode | undefined> {
     const consumed = await this.repo
       .createQueryBuilder()
       .update()
       .set({ consumedAt: () => 'now()' })
-      .where('code_hash = :codeHash AND consumed_at IS NULL', { codeHash })
+      .where('code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL', { codeHash, clientId })
       .returning('client_id, developer_id, redirect_uri, code_challenge, scope, expires_at')
       .execute();
     return (consumed.raw as ConsumedCode[])[0];
   }
 
-  exists(codeHash: string): Promise<boolean> {
-    return this.repo.exists({ where: { codeHash } });
+  /** The client the code was issued to; undefined when there is no such code. */
+  async clientOf(codeHash: string): Promise<string | undefined> {
+    const row = await this.repo.findOne({ select: { clientId: true }, where: { codeHash } });
+    return row?.clientId;
   }
 
   /** Deletes up to `take` codes that expired before `cutoff`, the longest expired first (deleteExpiredRows); how many. */

@@ -16,8 +16,10 @@ export interface CodeGrant {
 
 export type RedeemedCode =
   | { status: 'redeemed'; grant: CodeGrant; expired: boolean; familyId: string }
-  /** Presented a second time: the tokens it bought are revoked (RFC 6749 §4.1.2). */
+  /** Presented a second time by its client: the tokens it bought are revoked (RFC 6749 §4.1.2). */
   | { status: 'reused'; familyId: string }
+  /** Presented by another client than its own (a leaked code): neither spent nor revoking anything. */
+  | { status: 'foreign' }
   | { status: 'unknown' };
 
 /**
@@ -60,17 +62,21 @@ export class AuthorizationCodesService implements OnModuleInit {
   }
 
   /**
-   * Consumes the code atomically: whatever the outcome of the checks that follow, it cannot be
+   * Consumes the code atomically, for its own client only (RFC 6749 §4.1.3: the code is bound to
+   * the client it was issued to): whatever the outcome of the checks that follow, it cannot be
    * redeemed again, and a concurrent second redemption sees it as reused. Inside the transaction
    * the context carries, the row stays locked until it commits, so a concurrent second redemption
-   * waits and sees whatever the first one issued.
+   * waits and sees whatever the first one issued. Another client presenting it (anyone can present
+   * a code as a public client, which has no secret) neither spends it nor has what it granted
+   * revoked.
    */
-  async redeem(code: string): Promise<RedeemedCode> {
+  async redeem(code: string, clientId: string): Promise<RedeemedCode> {
     const codeHash = sha256(code);
-    const row = await this.codes.consume(codeHash);
+    const row = await this.codes.consume(codeHash, clientId);
     if (!row) {
-      const exists = await this.codes.exists(codeHash);
-      return exists ? { status: 'reused', familyId: refreshFamilyOfCode(codeHash) } : { status: 'unknown' };
+      const owner = await this.codes.clientOf(codeHash);
+      if (owner === undefined) return { status: 'unknown' };
+      return owner === clientId ? { status: 'reused', familyId: refreshFamilyOfCode(codeHash) } : { status: 'foreign' };
     }
     return {
       status: 'redeemed',

@@ -31,14 +31,10 @@ type CodeExchange =
 /** Why a redeemed code buys no tokens for this request (RFC 6749 §4.1.3, RFC 7636 §4.6), or null. */
 function codeGrantProblem(
   redeemed: Extract<RedeemedCode, { status: 'redeemed' }>,
-  client: ClientRecord,
   redirectUri: string,
   verifier: string | undefined,
 ): ApiException | null {
   const { grant } = redeemed;
-  if (grant.clientId !== client.clientId) {
-    return tokenError('invalid_grant', 'The authorization code was issued to another client');
-  }
   if (redeemed.expired) return tokenError('invalid_grant', 'The authorization code has expired');
   if (grant.redirectUri !== redirectUri) {
     return tokenError('invalid_grant', 'redirect_uri differs from the one of the authorization request');
@@ -111,10 +107,10 @@ export class TokenEndpointService {
     // A failed check still commits the consumption (the code is spent either way), so checks
     // return their error instead of throwing inside the transaction.
     const outcome = await this.txHost.withTransaction(async (): Promise<CodeExchange> => {
-      const redeemed = await this.codes.redeem(code);
+      const redeemed = await this.codes.redeem(code, client.clientId);
       if (redeemed.status !== 'redeemed') return { redeemed };
       const { grant } = redeemed;
-      const problem = codeGrantProblem(redeemed, client, redirectUri, verifier);
+      const problem = codeGrantProblem(redeemed, redirectUri, verifier);
       if (problem) return { error: problem };
       if (!(await this.developers.findActive(grant.developerId))) {
         return { error: tokenError('invalid_grant', 'The developer no longer exists') };
@@ -136,6 +132,9 @@ export class TokenEndpointService {
     if (redeemed.status === 'reused') {
       await this.refreshTokens.revokeFamily(redeemed.familyId);
       throw tokenError('invalid_grant', 'The authorization code was already used; the tokens it granted are revoked');
+    }
+    if (redeemed.status === 'foreign') {
+      throw tokenError('invalid_grant', 'The authorization code was issued to another client');
     }
     throw tokenError('invalid_grant', 'Unknown authorization code');
   }
