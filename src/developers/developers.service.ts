@@ -256,6 +256,9 @@ export class DevelopersService {
     const developer = account ? await this.developers.findActiveWithPasswordHash(account) : null;
     const stored = developer?.passwordHash ?? (await this.decoy());
     const matches = await this.hasher.verify(password, stored);
+    // A hash with older (cheaper) parameters checks faster than the decoy: a wrong password there
+    // is also checked against the decoy, so it takes at least as long as an unknown e-mail.
+    if (!matches && needsRehash(stored)) await this.hasher.verify(password, await this.decoy());
     if (!developer || !developer.passwordHash || developer.kind !== DeveloperKind.Human || !matches) return null;
     if (account) await this.loginAttempts.clear(account);
     if (needsRehash(developer.passwordHash)) await this.rehash(developer.id, developer.passwordHash, password);

@@ -1,6 +1,7 @@
 import { randomBytes, scryptSync } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { SCRYPT_PARAMS, verifySecret } from '../../src/common/crypto/password-hasher';
+import { SecretHasher } from '../../src/common/crypto/secret-hasher';
 import { createTestApp, TestApp } from '../support/test-app';
 import { authorizationRequest, createClient, createHuman, GENEROUS_LIMIT, submitLogin } from './identity-support';
 
@@ -60,5 +61,30 @@ describe('password hashes made with older parameters', () => {
     );
     expect(again.status).toBe(302);
     expect(await storedHash(t.dataSource, human.id)).toBe(upgraded);
+  });
+
+  it('cost a wrong password at least one check at today’s parameters, as an unknown e-mail does: old accounts are not told apart by time', async () => {
+    const human = await createHuman(t.app, 'legacy-timing');
+    await t.dataSource.query('UPDATE developers SET password_hash = $2 WHERE id = $1', [
+      human.id,
+      legacyHash(human.password),
+    ]);
+    const client = await createClient(t.app, { redirectUris: ['http://127.0.0.1:9/cb'] });
+    const params = authorizationRequest(client.clientId, 'http://127.0.0.1:9/cb').params;
+    const hasher = t.app.get(SecretHasher);
+    const verify = jest.spyOn(hasher, 'verify');
+    const checkedAtToday = () =>
+      verify.mock.calls.filter(([, stored]) => Number(String(stored).split('$')[1]) === SCRYPT_PARAMS.N).length;
+    try {
+      expect((await submitLogin(t.http, params, `nobody-${human.email}`, 'not it')).status).toBe(401);
+      expect(checkedAtToday()).toBe(1);
+      verify.mockClear();
+      expect((await submitLogin(t.http, params, human.email, 'not it')).status).toBe(401);
+      expect(checkedAtToday()).toBe(1);
+    } finally {
+      verify.mockRestore();
+    }
+    // The hash is not upgraded by a wrong password.
+    expect((await storedHash(t.dataSource, human.id)).split('$')[1]).toBe(String(2 ** 14));
   });
 });
