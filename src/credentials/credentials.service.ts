@@ -126,6 +126,16 @@ export class CredentialsService implements OnModuleInit {
   }
 
   /**
+   * An instant database's one credential (see InstantDatabasesService): no tenant, not internal, and
+   * outside any plan, as the database itself is made: its caller has no workspace, and the holding
+   * workspace's FREE plan is no plan of theirs.
+   */
+  async createInstant(holder: WorkspaceEntity, databaseName: string): Promise<CreateCredentialResponse> {
+    const database = await this.databases.findOperable(holder, databaseName);
+    return this.created(await this.issue(database, null, groupOf({}), {}), holder);
+  }
+
+  /**
    * The database's credentials that still exist, oldest first; never a password. The internal ones
    * only with `internal=true` (the others otherwise); with `tenantId` only that tenant's, without it
    * those of every tenant and of none.

@@ -100,9 +100,8 @@ export class InstantDatabasesService implements OnModuleInit {
           { status: 503, headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) } },
         );
       }
-      // No tenant, not internal: the instant database's one ordinary credential. A server that does
-      // not answer is its 503 credential_creation_failure with Retry-After (habit 17).
-      credential = await this.credentials.create(holder, name, null, {});
+      // A server that does not answer is its 503 credential_creation_failure with Retry-After (habit 17).
+      credential = await this.credentials.createInstant(holder, name);
     } catch (err) {
       await this.abandon(claim.id, created.id, holder.id);
       throw err;

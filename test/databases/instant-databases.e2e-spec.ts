@@ -14,7 +14,15 @@ import {
   eventually,
   TestApp,
 } from '../support/test-app';
-import { createWorkspace, databaseRow, physicalDatabaseExists, queryAs, serverIdOf, unique } from './support';
+import {
+  createReadyDatabase,
+  createWorkspace,
+  databaseRow,
+  physicalDatabaseExists,
+  queryAs,
+  serverIdOf,
+  unique,
+} from './support';
 
 interface Provisioned {
   database: { id: string; name: string; status: string; region: string; dbHost: string; created: string };
@@ -480,6 +488,26 @@ describe('instant database builds', () => {
       expect(res.status).toBe(201);
       await eventually(() => Promise.resolve(started.length === 4));
       expect(started[0]).toBe(res.body.database.id);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('instant databases and the plans', () => {
+  it('issues the instant credential whatever the FREE plan allows per database: the caller has no plan', async () => {
+    const t = await createIsolatedTestApp({ PLAN_FREE_MAX_CREDENTIALS_PER_DATABASE: '0' });
+    try {
+      const res = await t.http.post('/databases/provision').send({});
+      expect(res.status).toBe(201);
+      await expect(queryWith((res.body as Provisioned).connectionString, 'SELECT 1')).resolves.toHaveLength(1);
+      // A workspace on FREE is still held to it.
+      const { auth } = await createDeveloperWithToken(t.app);
+      const ws = await createWorkspace(t, auth);
+      const db = await createReadyDatabase(t, auth, ws.slug);
+      const refused = await t.http.post(`/workspaces/${ws.slug}/databases/${db.name}/credentials`).set(auth);
+      expect(refused.status).toBe(403);
+      expect(refused.body.errorCode).toBe('threshold_exceeded');
     } finally {
       await t.close();
     }
