@@ -1,15 +1,14 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { ApiException } from '../common/errors/api-exception';
-import { ErrorCode } from '../common/errors/error-code';
+import { allowedMethods, noRouteFor } from '../common/http/allowed-methods';
 import { AppConfig } from '../config/app-config';
 
 /**
- * With INSTANT_DATABASES=off, `POST /databases/provision` answers what an unknown route answers (the
- * exception filter's 404 for Nest's "Cannot POST …", same body, same headers). A guard, because guards
- * run before pipes: checked in the service, the route showed itself to any body the ValidationPipe
- * refuses (400). Thrown as that 404 itself, not as Nest's NotFoundException: the filter would answer
- * that one 405 (`GET /databases/{id}` matches the path).
+ * With INSTANT_DATABASES=off, `POST /databases/provision` answers what an unknown route beside it
+ * answers (the exception filter's for Nest's "Cannot POST …", same body, same headers): 405 with
+ * `Allow: GET`, since `GET /databases/{id}` matches the path. A guard, because guards run before
+ * pipes: checked in the service, the route showed itself to any body the ValidationPipe refuses
+ * (400). Its own method is left out of `Allow`: it is this route's.
  */
 @Injectable()
 export class InstantDatabasesOffered implements CanActivate {
@@ -18,6 +17,9 @@ export class InstantDatabasesOffered implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     if (this.config.env.INSTANT_DATABASES) return true;
     const req = context.switchToHttp().getRequest<Request>();
-    throw new ApiException(ErrorCode.EntityNotFound, `No route for ${req.method} ${req.path}`);
+    throw noRouteFor(
+      req,
+      allowedMethods(req).filter((method) => method !== req.method),
+    );
   }
 }

@@ -695,20 +695,22 @@ describe('instant database abuse limits and the operator switch', () => {
     }
   });
 
-  it('answers 404 when the operator has turned instant databases off', async () => {
+  it('answers as for an unknown route beside it when the operator has turned instant databases off', async () => {
     const t = await createTestApp({ INSTANT_DATABASES: 'off' });
     try {
+      // An unknown path under /databases/ is GET /databases/{id}'s: 405 with Allow: GET, as it is here.
       const res = await t.http.post('/databases/provision').send({});
-      expect(res.status).toBe(404);
+      expect(res.status).toBe(405);
+      expect(res.headers.allow).toBe('GET');
       expect(res.body).toEqual({
-        errorCode: 'entity_not_found',
-        message: 'No route for POST /databases/provision',
-        statusCode: 404,
+        errorCode: 'unsupported_operation',
+        message: 'POST is not supported on /databases/provision; use GET',
+        statusCode: 405,
       });
 
       const { address, recorded } = ownClient();
-      // Whatever the body, the answer is an unknown route's (a path of the same length that no route
-      // serves gets it): nothing tells that the route exists, not even a validation error.
+      // Whatever the body, the answer is an unknown route's (a path of the same length beside it, that
+      // no route serves, gets it): nothing tells that the route exists, not even a validation error.
       const comparable = (r: request.Response) => {
         const headers: Record<string, unknown> = { ...r.headers };
         delete headers.date;
@@ -716,16 +718,24 @@ describe('instant database abuse limits and the operator switch', () => {
         return headers;
       };
       for (const body of [{}, { region: 'AWS_US_WEST_2' }, { region: 'X' }, { foo: 1 }, { region: 'X', foo: 1 }]) {
-        const unknown = await t.http.post('/databasez/provision').send(body);
+        const unknown = await t.http.post('/databases/provisiom').send(body);
         expect({ status: unknown.status, body: unknown.body as unknown }).toEqual({
-          status: 404,
-          body: { errorCode: 'entity_not_found', message: 'No route for POST /databasez/provision', statusCode: 404 },
+          status: 405,
+          body: {
+            errorCode: 'unsupported_operation',
+            message: 'POST is not supported on /databases/provisiom; use GET',
+            statusCode: 405,
+          },
         });
         const hidden = await t.http.post('/databases/provision').set('X-Forwarded-For', address).send(body);
         expect({ body, status: hidden.status, answer: hidden.body as unknown }).toEqual({
           body,
-          status: 404,
-          answer: { errorCode: 'entity_not_found', message: 'No route for POST /databases/provision', statusCode: 404 },
+          status: 405,
+          answer: {
+            errorCode: 'unsupported_operation',
+            message: 'POST is not supported on /databases/provision; use GET',
+            statusCode: 405,
+          },
         });
         expect(comparable(hidden)).toEqual(comparable(unknown));
       }

@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import { ThrottlerException } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { QueryFailedError } from 'typeorm';
-import { allowedMethods } from '../http/allowed-methods';
+import { noRouteFor } from '../http/allowed-methods';
 import { ApiException, ErrorBody } from './api-exception';
 import { isDependencyOutage, OUTAGE_RETRY_AFTER_SECONDS } from './dependency-outage';
 import { ErrorCode } from './error-code';
@@ -66,11 +66,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     if (exception instanceof HttpException) {
       if (exception.getStatus() === 404 && exception.message.startsWith('Cannot ')) {
-        const allow = allowedMethods(req);
-        if (allow.length) {
-          const message = `${req.method} is not supported on ${req.path}; use ${allow.join(', ')}`;
-          return { body: body(ErrorCode.UnsupportedOperation, message, 405), headers: { Allow: allow.join(', ') } };
-        }
+        const answer = noRouteFor(req);
+        return { body: answer.body, headers: answer.headers };
       }
       return { body: this.fromHttpException(exception, req), headers: {} };
     }

@@ -1,4 +1,6 @@
 import type { Request } from 'express';
+import { ApiException } from '../errors/api-exception';
+import { ErrorCode } from '../errors/error-code';
 
 interface RouteLayer {
   route?: { methods: Record<string, boolean> };
@@ -22,4 +24,19 @@ export function allowedMethods(req: Request): string[] {
     }
   }
   return [...methods].sort();
+}
+
+/**
+ * What a request no route serves is answered: 405 with `Allow` when the router serves other methods
+ * at its path, else 404.
+ */
+export function noRouteFor(req: Request, allow = allowedMethods(req)): ApiException {
+  if (!allow.length) return new ApiException(ErrorCode.EntityNotFound, `No route for ${req.method} ${req.path}`);
+  return new ApiException(
+    ErrorCode.UnsupportedOperation,
+    `${req.method} is not supported on ${req.path}; use ${allow.join(', ')}`,
+    {
+      headers: { Allow: allow.join(', ') },
+    },
+  );
 }
