@@ -6,7 +6,7 @@ import { AuthModule } from './auth/auth.module';
 import { OAuthModule } from './auth/oauth/oauth.module';
 import { BillingModule } from './billing/billing.module';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
-import { JsonBodyRead } from './common/http/json-body-read.guard';
+import { MarkUnreadBody } from './common/http/unread-body';
 import { createValidationPipe } from './common/http/validation';
 import { CommonModule } from './common/common.module';
 import { ComputeModule } from './compute/compute.module';
@@ -68,7 +68,7 @@ import { WorkspacesModule } from './workspaces/workspaces.module';
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_PIPE, useFactory: createValidationPipe },
-    { provide: APP_GUARD, useClass: JsonBodyRead },
+    { provide: APP_GUARD, useClass: MarkUnreadBody },
   ],
 })
 export class AppModule {}

@@ -739,6 +739,11 @@ describe('instant database abuse limits and the operator switch', () => {
         });
         expect(comparable(hidden)).toEqual(comparable(unknown));
       }
+      // Nor a body of a type the route does not read (its 415).
+      const unknown = await t.http.post('/databases/provisiom').type('text/plain').send('region=X');
+      const hidden = await t.http.post('/databases/provision').type('text/plain').send('region=X');
+      expect({ status: hidden.status, allow: hidden.headers.allow }).toEqual({ status: 405, allow: 'GET' });
+      expect(comparable(hidden)).toEqual(comparable(unknown));
       expect(await t.dataSource.query('SELECT id FROM database_claims WHERE client_address = $1', [recorded])).toEqual(
         [],
       );

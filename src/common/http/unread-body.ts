@@ -1,0 +1,42 @@
+import { CanActivate, ExecutionContext, HttpStatus, Injectable } from '@nestjs/common';
+import type { Request } from 'express';
+import { ApiException } from '../errors/api-exception';
+import { ErrorCode } from '../errors/error-code';
+import { isFormRoute } from './form-routes';
+
+/** What stands for a body no parser read (see MarkUnreadBody). */
+export class UnreadBody {
+  constructor(readonly contentType: string | undefined) {}
+
+  /** The route's answer, when it takes a body (the validation pipe throws it). */
+  refusal(): ApiException {
+    const sent = this.contentType ? `as ${this.contentType}` : 'with no Content-Type';
+    return new ApiException(ErrorCode.BadRequest, `The request body must be application/json; it was sent ${sent}`, {
+      status: HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+    });
+  }
+}
+
+/**
+ * Marks a body that no parser read: the JSON routes take application/json (the global JSON parser),
+ * the `*∕*` routes any type (JsonBodyOfAnyType) and the form routes forms (FormBody, whose routes
+ * answer any other body themselves, so they are left alone). Express 5 leaves `req.body` undefined
+ * until a parser reads it; such a body becomes an UnreadBody, which the validation pipe refuses
+ * with 415 on a route that takes a body (@Body()). Unread, a form or text body reached validation as
+ * no body at all and was answered "databaseName must be a string", which names the wrong mistake.
+ * A route that takes no body ignores it, and a request without one (no Content-Length above 0, no
+ * Transfer-Encoding) is left to validation. A guard, so it runs after every middleware (the modules'
+ * parsers included); it only marks, so the route's own guards answer first (a route switched off
+ * answers as an unknown one, whatever its body).
+ */
+@Injectable()
+export class MarkUnreadBody implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const req = context.switchToHttp().getRequest<Request>();
+    if (req.body !== undefined || req.method === 'GET' || req.method === 'HEAD') return true;
+    const length = req.headers['content-length'];
+    const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) > 0);
+    if (hasBody && !isFormRoute(req)) req.body = new UnreadBody(req.headers['content-type']);
+    return true;
+  }
+}
