@@ -137,6 +137,9 @@ describe('error bodies of the HTTP layer', () => {
     expect(await t.dataSource.query('SELECT 1 FROM databases WHERE name = $1', [name])).toEqual([]);
     const invite = await t.http.post(`/workspaces/${slug}/invites`).set(auth).type('form').send('email=a@example.com');
     expect(invite.status).toBe(415);
+    // Authentication answers first: nothing about the route is told to a caller without a token.
+    const anonymous = await t.http.post(`/workspaces/${slug}/invites`).type('form').send('email=a@example.com');
+    expect(anonymous.status).toBe(401);
   });
 
   it('still reads a JSON body, takes a route without a body whatever is sent, and answers a missing body by validation', async () => {
