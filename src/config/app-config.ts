@@ -41,14 +41,29 @@ export class AppConfig {
     return typeof override === 'string' && override ? override : this.env.DATA_PLANE_URL;
   }
 
+  /** The configuration without its secrets: keys and the operator password left out, URLs without passwords. */
   toJSON(): Record<string, unknown> {
-    return {
-      env: {
-        ...this.env,
-        JWT_PRIVATE_KEY: undefined,
-        CREDENTIAL_ENCRYPTION_KEYS: undefined,
-        OPERATOR_PASSWORD: undefined,
-      },
-    };
+    const env: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(this.env)) {
+      if (SECRET_SETTINGS.has(key)) continue;
+      env[key] = typeof value === 'string' && key.includes('_URL') ? withoutPassword(value) : value;
+    }
+    return { env };
   }
+}
+
+const SECRET_SETTINGS = new Set(['JWT_PRIVATE_KEY', 'CREDENTIAL_ENCRYPTION_KEYS', 'OPERATOR_PASSWORD']);
+
+/** A connection URL without the password it may carry (in its user info or, libpq's way, its query). */
+function withoutPassword(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return value;
+  }
+  if (!url.password && !url.searchParams.has('password')) return value;
+  if (url.password) url.password = '***';
+  if (url.searchParams.has('password')) url.searchParams.set('password', '***');
+  return url.toString();
 }

@@ -205,6 +205,28 @@ describe('AppConfig.fromEnvironment', () => {
   });
 });
 
+describe('AppConfig as JSON (should anything log or print it)', () => {
+  it('shows no secret: keys, the operator password and the passwords in every URL are left out', () => {
+    const json = JSON.stringify(
+      AppConfig.fromEnvironment({
+        DATABASE_URL: 'postgres://control:metadata-pass@db:5432/control_plane',
+        REDIS_URL: 'redis://:redis-pass@redis:6379',
+        SMTP_URL: 'smtp://mailer:smtp-pass@mail:587',
+        DATA_PLANE_URL: 'postgres://admin:data-plane-pass@dp:5432/postgres',
+        DATA_PLANE_URL_AWS_EU_CENTRAL_1: 'postgres://admin@dp-eu:5432/postgres?password=eu-pass&sslmode=require',
+        OPERATOR_PASSWORD: 'operator-pass',
+      }),
+    );
+    for (const secret of ['metadata-pass', 'redis-pass', 'smtp-pass', 'data-plane-pass', 'eu-pass', 'operator-pass'])
+      expect(json).not.toContain(secret);
+    // What is not secret stays, to tell which servers a process was given.
+    expect(json).toContain('postgres://control:***@db:5432/control_plane');
+    expect(json).toContain('"PUBLIC_URL":"http://localhost:3000"');
+    expect(json).toContain('sslmode=require');
+    expect(json).not.toContain('PRIVATE KEY');
+  });
+});
+
 describe('environment validation of values customers or the database would trip on', () => {
   const named = (raw: Record<string, string>) => problemsOf(raw).map((p) => p.split(':')[0]);
 
