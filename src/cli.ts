@@ -128,7 +128,7 @@ const COMMANDS: Record<string, Command> = {
           `--region must be one of ${CREATABLE_REGIONS.join(', ')} (the regions databases are created in)`,
         );
       const url = postgresUrl(required(options, 'url'));
-      const publicHost = optionalPublicHost(options);
+      const publicHost = optionalPublicHost(options) ?? publicHostOf(url);
       const maxDatabases = optionalMaxDatabases(options);
       return async (app) => {
         const { DataPlane, DataPlaneServers } = await fleet();
@@ -311,6 +311,20 @@ function optionalPublicHost(options: Options): string | undefined {
   if (host === undefined) return undefined;
   if (typeof host !== 'string' || !isPublicHost(host)) {
     throw new UsageError(`--public-host must be ${PUBLIC_HOST_FORMAT}`);
+  }
+  return host;
+}
+
+/**
+ * Without --public-host, customers are given the admin URL's host. A URL that names its host in the
+ * query (libpq's `?host=`) or a socket directory names none they could use.
+ */
+function publicHostOf(url: string): string {
+  const { host } = new URL(url);
+  if (!isPublicHost(host)) {
+    throw new UsageError(
+      `--public-host is required: the URL names no host customers can connect to (${PUBLIC_HOST_FORMAT})`,
+    );
   }
   return host;
 }

@@ -127,6 +127,13 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/cannot serve as a data-plane server: password authentication failed/);
     expect(bad.stderr).not.toContain('not-the-password');
+
+    // libpq's other spelling: the host in the query. It names no host customers could be given.
+    const url = new URL(secondUrl());
+    const hostInQuery = `postgres:///postgres?host=${url.hostname}&port=${url.port}&user=${url.username}&password=${url.password}`;
+    const hostless = await cli(['server:add', '--region', REGION, '--url', hostInQuery]);
+    expect(hostless.code).toBe(1);
+    expect(hostless.stderr).toMatch(/--public-host is required: the URL names no host/);
     expect(await t.dataSource.query('SELECT id FROM data_plane_servers WHERE region = $1', [REGION])).toHaveLength(2);
   });
 
