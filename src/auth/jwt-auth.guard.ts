@@ -4,7 +4,7 @@ import { AuthGuard } from '@nestjs/passport';
 import { ApiException } from '../common/errors/api-exception';
 import { ErrorCode } from '../common/errors/error-code';
 import { AUTHENTICATION_READS, type AuthenticatingRequest, type AuthenticationRead } from './authentication-reads';
-import { JwtStrategy } from './jwt.strategy';
+import { bearerToken, JwtStrategy } from './jwt.strategy';
 import type { ScopeSet } from './oauth/scopes';
 import { IS_PUBLIC } from './public.decorator';
 import { REQUIRED_SCOPE } from './required-scope';
@@ -58,9 +58,11 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
   /**
    * `err` is set when the token lacks the route's scope (a 403 ApiException, passed on as it is) or
    * when loading the developer failed (the metadata database is out): that is no bad token, and the
-   * exception filter answers it 503, so the client keeps its token.
+   * exception filter answers it 503, so the client keeps its token. A refused token is challenged
+   * as RFC 6750 §3.1 says: `error="invalid_token"` when one was presented, the scheme alone when
+   * none was (`context` is absent only on the remembered path, where one was).
    */
-  override handleRequest<T>(err: unknown, user: T, info: unknown): T {
+  override handleRequest<T>(err: unknown, user: T, info: unknown, context?: ExecutionContext): T {
     if (err instanceof Error) throw err;
     if (err) throw new Error('authentication failed');
     if (!user) {
@@ -68,7 +70,9 @@ export class JwtAuthGuard extends AuthGuard('jwt') {
         info instanceof Error && info.name === 'TokenExpiredError'
           ? 'Access token expired'
           : 'Missing, invalid or expired bearer token';
-      throw new ApiException(ErrorCode.InvalidCredentials, reason, { headers: { 'WWW-Authenticate': 'Bearer' } });
+      const presented = !context || !!bearerToken(context.switchToHttp().getRequest());
+      const challenge = presented ? `Bearer error="invalid_token", error_description="${reason}"` : 'Bearer';
+      throw new ApiException(ErrorCode.InvalidCredentials, reason, { headers: { 'WWW-Authenticate': challenge } });
     }
     return user;
   }

@@ -30,7 +30,8 @@ export interface VerifiedToken {
 const VERIFIED_TOKENS = 10_000;
 const VERIFIED_FOR_MS = 5 * 60_000;
 
-const bearerToken = ExtractJwt.fromAuthHeaderAsBearerToken();
+/** The bearer token the request presents (`Authorization: Bearer <token>`), or null. */
+export const bearerToken = ExtractJwt.fromAuthHeaderAsBearerToken();
 
 /**
  * Verifies signature, issuer, audience and expiry, then loads the (not deleted) developer.

@@ -90,8 +90,14 @@ describe('bearer-token authentication', () => {
       for (const request of requests) {
         const res = await request().set(auth).expect(401);
         expect(res.body).toMatchObject(ERROR_401);
-        expect(res.headers['www-authenticate']).toBe('Bearer');
+        // RFC 6750 §3.1: a token was presented, and it is no good.
+        expect(res.headers['www-authenticate']).toBe(
+          'Bearer error="invalid_token", error_description="Missing, invalid or expired bearer token"',
+        );
       }
+      // Without a token, the challenge alone (no error code: the request had no authentication).
+      const missing = await t.http.get('/developers/me').expect(401);
+      expect(missing.headers['www-authenticate']).toBe('Bearer');
       // The refused create made no workspace: the developer is still a member of its first one only.
       const memberships = await t.dataSource.query('SELECT 1 FROM workspace_members WHERE developer_id = $1', [
         developer.id,
