@@ -132,13 +132,18 @@ const COMMANDS: Record<string, Command> = {
       const maxDatabases = optionalMaxDatabases(options);
       return async (app) => {
         const { DataPlane, DataPlaneServers } = await fleet();
+        const dataPlane = app.get(DataPlane);
+        const servers = app.get(DataPlaneServers);
         // Connects and checks the admin's rights before anything is saved; the URL is never printed.
+        let systemIdentifier: string;
         try {
-          await app.get(DataPlane).checkAdmin(url);
+          ({ systemIdentifier } = await dataPlane.checkAdmin(url));
         } catch (err) {
           throw new Error(`the server cannot serve as a data-plane server: ${(err as Error).message}`, { cause: err });
         }
-        return app.get(DataPlaneServers).add({ region, url, publicHost, maxDatabases });
+        // One cluster is registered once: the servers registered before identifiers were are asked theirs.
+        await servers.identifyRegistered((id) => dataPlane.systemIdentifier(id));
+        return servers.add({ region, url, publicHost, maxDatabases, systemIdentifier });
       };
     },
   },
@@ -178,7 +183,8 @@ const COMMANDS: Record<string, Command> = {
           // The new URL must reach this server: the admin's rights, and some of its databases there.
           const holding = await app.get(DatabasesService).builtOn(id, 20);
           try {
-            await app.get(DataPlane).checkAdmin(change.url, holding);
+            const { systemIdentifier } = await app.get(DataPlane).checkAdmin(change.url, holding);
+            return await app.get(DataPlaneServers).update(id, { ...change, systemIdentifier });
           } catch (err) {
             throw new Error(`the new URL cannot serve this server: ${(err as Error).message}`, { cause: err });
           }

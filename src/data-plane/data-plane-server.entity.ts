@@ -36,6 +36,15 @@ export class DataPlaneServerEntity {
   @Column({ name: 'max_databases', type: 'int' })
   maxDatabases!: number;
 
+  /**
+   * The PostgreSQL cluster's `system_identifier` (pg_control_system()), read at registration: one
+   * cluster is registered once. Null for a server registered before it was recorded, until a
+   * `server:add` or `server:update --url` reads it.
+   */
+  @Index({ unique: true })
+  @Column({ name: 'system_identifier', type: 'varchar', length: 20, nullable: true })
+  systemIdentifier!: string | null;
+
   @Column({
     type: 'enum',
     enum: DataPlaneServerState,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type Repository } from 'typeorm';
+import { DataSource, IsNull, type Repository } from 'typeorm';
 import type { Region } from '../config/regions';
 import { MetadataTransactions } from '../database/metadata-transactions';
 import { lockForContextTransaction } from '../database/transaction-lock';
@@ -64,6 +64,15 @@ export class DataPlaneServersRepository {
       .orderBy('s.created', 'ASC')
       .addOrderBy('s.id', 'ASC')
       .getMany();
+  }
+
+  findBySystemIdentifier(systemIdentifier: string): Promise<DataPlaneServerEntity | null> {
+    return this.repo.findOneBy({ systemIdentifier });
+  }
+
+  /** The servers whose cluster identifier is not recorded yet (registered before it was). */
+  unidentified(): Promise<DataPlaneServerEntity[]> {
+    return this.repo.findBy({ systemIdentifier: IsNull() });
   }
 
   findById(id: string): Promise<DataPlaneServerEntity | null> {

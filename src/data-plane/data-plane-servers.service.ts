@@ -236,19 +236,39 @@ export class DataPlaneServers implements OnModuleInit {
     url: string;
     publicHost?: string;
     maxDatabases?: number;
+    /** The cluster's (DataPlane.checkAdmin): a cluster registered already is refused. */
+    systemIdentifier?: string;
   }): Promise<DataPlaneServerView> {
     if (!Object.hasOwn(REGIONS, input.region))
       throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
+    if (input.systemIdentifier !== undefined) await this.assertUnregistered(input.systemIdentifier);
     const saved = await this.txHost.withTransaction(() =>
       this.insert({
         region: input.region,
         url: input.url,
         publicHost: input.publicHost ?? new URL(input.url).host,
         maxDatabases: input.maxDatabases ?? this.config.env.DATA_PLANE_MAX_DATABASES,
+        systemIdentifier: input.systemIdentifier ?? null,
       }),
     );
     this.cached = undefined;
     return viewOf(saved);
+  }
+
+  /**
+   * Records the cluster identifiers of the servers registered before they were recorded, as far
+   * as `identify` (a connection to each) answers: a server that does not answer stays unrecorded,
+   * and so cannot be told apart from the next one added. One recorded already for another row (one
+   * cluster registered twice before) is left unrecorded too.
+   */
+  async identifyRegistered(identify: (serverId: string) => Promise<string>): Promise<void> {
+    for (const server of await this.servers.unidentified()) {
+      const systemIdentifier = await identify(server.id).catch(() => undefined);
+      if (systemIdentifier === undefined || (await this.servers.findBySystemIdentifier(systemIdentifier))) continue;
+      await this.servers.update(server.id, { systemIdentifier }).catch((err: unknown) => {
+        this.logger.warn({ serverId: server.id, err: messageOf(err) }, 'could not record the server’s identifier');
+      });
+    }
   }
 
   /** Changes whether the server takes new databases. */
@@ -273,11 +293,18 @@ export class DataPlaneServers implements OnModuleInit {
    */
   async update(
     id: string,
-    change: { maxDatabases?: number; publicHost?: string; url?: string },
+    change: { maxDatabases?: number; publicHost?: string; url?: string; systemIdentifier?: string },
   ): Promise<DataPlaneServerView> {
     const row = await this.servers.findById(id);
     if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+    if (change.systemIdentifier !== undefined) {
+      if (row.systemIdentifier !== null && row.systemIdentifier !== change.systemIdentifier) {
+        throw new ApiException(ErrorCode.BadRequest, 'The new URL reaches another PostgreSQL cluster than this server');
+      }
+      await this.assertUnregistered(change.systemIdentifier, id);
+    }
     await this.servers.update(id, {
+      ...(change.systemIdentifier !== undefined ? { systemIdentifier: change.systemIdentifier } : {}),
       ...(change.maxDatabases !== undefined ? { maxDatabases: change.maxDatabases } : {}),
       ...(change.publicHost !== undefined ? { publicHost: hostWithPort(change.publicHost) } : {}),
       ...(change.url !== undefined ? { adminUrlCiphertext: this.box.seal(change.url) } : {}),
@@ -382,6 +409,7 @@ export class DataPlaneServers implements OnModuleInit {
     url: string;
     publicHost: string;
     maxDatabases: number;
+    systemIdentifier?: string | null;
   }): Promise<DataPlaneServerEntity> {
     return this.servers.save({
       region: input.region,
@@ -389,7 +417,19 @@ export class DataPlaneServers implements OnModuleInit {
       publicHost: hostWithPort(input.publicHost),
       maxDatabases: input.maxDatabases,
       state: DataPlaneServerState.Active,
+      systemIdentifier: input.systemIdentifier ?? null,
     });
+  }
+
+  /** 409 when a registered server is that cluster. */
+  private async assertUnregistered(systemIdentifier: string, except?: string): Promise<void> {
+    const same = await this.servers.findBySystemIdentifier(systemIdentifier);
+    if (same && same.id !== except) {
+      throw new ApiException(
+        ErrorCode.DuplicateEntity,
+        `This PostgreSQL cluster is registered already, as server ${same.id} (${same.region})`,
+      );
+    }
   }
 }
 

@@ -301,6 +301,11 @@ export class DataPlane implements OnApplicationShutdown {
     });
   }
 
+  /** The server's PostgreSQL cluster identifier (see DataPlaneServerEntity.systemIdentifier). */
+  systemIdentifier(serverId: string): Promise<string> {
+    return this.on(serverId, async (t) => systemIdentifierOf(this.admin(t)));
+  }
+
   databaseExists(serverId: string, physical: string): Promise<boolean> {
     return this.on(serverId, async (t) => {
       const { rowCount } = await this.admin(t).query('SELECT 1 FROM pg_database WHERE datname = $1', [
@@ -314,9 +319,10 @@ export class DataPlane implements OnApplicationShutdown {
    * Checks that a server can serve as a data-plane server before it is registered: the URL connects
    * (within the timeouts) and its role is a superuser or has CREATEDB and CREATEROLE; with
    * `holding`, also that the databases of those physical names are there (a new URL for a registered
-   * server must reach that server). Throws a message saying what is missing (never the URL).
+   * server must reach that server). Throws a message saying what is missing (never the URL);
+   * answers the cluster's identifier.
    */
-  async checkAdmin(url: string, holding: string[] = []): Promise<void> {
+  async checkAdmin(url: string, holding: string[] = []): Promise<{ systemIdentifier: string }> {
     const db = new Client({ ...this.connectionOptions(), connectionString: url });
     db.on('error', () => undefined);
     try {
@@ -336,6 +342,7 @@ export class DataPlane implements OnApplicationShutdown {
           );
         }
       }
+      return { systemIdentifier: await systemIdentifierOf(db) };
     } finally {
       await db.end().catch(() => undefined);
     }
@@ -1117,4 +1124,10 @@ export class DataPlane implements OnApplicationShutdown {
       throw err;
     }
   }
+}
+
+/** A PostgreSQL cluster's identifier: the same on every connection to it, another on any other cluster. */
+async function systemIdentifierOf(db: Pick<Client, 'query'>): Promise<string> {
+  const { rows } = await db.query<{ id: string }>('SELECT system_identifier::text AS id FROM pg_control_system()');
+  return rows[0].id;
 }

@@ -22,6 +22,7 @@ import { ComputeChanges1795800000011 } from './1795800000011-ComputeChanges';
 import { UnbuiltByServer1795800000012 } from './1795800000012-UnbuiltByServer';
 import { BillingMonthPrices1795800000013 } from './1795800000013-BillingMonthPrices';
 import { RotationIntents1795800000014 } from './1795800000014-RotationIntents';
+import { ServerIdentity1795800000015 } from './1795800000015-ServerIdentity';
 
 /** Every migration, in order. `npm run migration:generate -- src/migrations/Name` writes new ones; list them here. */
 export const MIGRATIONS: (new () => object)[] = [
@@ -49,4 +50,5 @@ export const MIGRATIONS: (new () => object)[] = [
   UnbuiltByServer1795800000012,
   BillingMonthPrices1795800000013,
   RotationIntents1795800000014,
+  ServerIdentity1795800000015,
 ];

@@ -29,6 +29,17 @@ import {
 
 const REGION = 'AWS_US_WEST_2';
 const FIRST_URL = () => process.env.DATA_PLANE_URL!;
+
+/** The PostgreSQL cluster's identifier, asked of it directly. */
+async function systemIdentifierOf(url: string): Promise<string> {
+  const db = new Client({ connectionString: url });
+  await db.connect();
+  try {
+    return (await db.query<{ id: string }>('SELECT system_identifier::text AS id FROM pg_control_system()')).rows[0].id;
+  } finally {
+    await db.end();
+  }
+}
 const SECOND_URL = secondDataPlaneUrl;
 
 /** Runs `work` with an admin session on one data-plane cluster. */
@@ -134,7 +145,23 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
     const hostless = await cli(['server:add', '--region', REGION, '--url', hostInQuery]);
     expect(hostless.code).toBe(1);
     expect(hostless.stderr).toMatch(/--public-host is required: the URL names no host/);
-    expect(await t.dataSource.query('SELECT id FROM data_plane_servers WHERE region = $1', [REGION])).toHaveLength(2);
+
+    // One cluster is registered once: the second again (its identifier recorded when it was added),
+    // and the first, registered from the environment before identifiers were (it is asked for its own).
+    const again = await cli(['server:add', '--region', REGION, '--url', secondUrl()]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`This PostgreSQL cluster is registered already, as server ${second} (${REGION})`);
+    const firstAgain = await cli(['server:add', '--region', REGION, '--url', FIRST_URL()]);
+    expect(firstAgain.code).toBe(1);
+    expect(firstAgain.stderr).toContain(`This PostgreSQL cluster is registered already, as server ${first}`);
+    const identifiers = await t.dataSource.query<{ id: string; system_identifier: string }[]>(
+      'SELECT id, system_identifier FROM data_plane_servers WHERE region = $1 ORDER BY created',
+      [REGION],
+    );
+    expect(identifiers).toEqual([
+      { id: first, system_identifier: await systemIdentifierOf(FIRST_URL()) },
+      { id: second, system_identifier: await systemIdentifierOf(secondUrl()) },
+    ]);
   });
 
   it('places each new database on the ACTIVE server with the most room, ties to the one with fewer databases', async () => {
@@ -727,6 +754,12 @@ describe('a server whose admin URL changes (server:update --url)', () => {
       expect(updated.json).toMatchObject({ id: moved, region: REGION });
       expect(updated.stdout).not.toContain(decodeURIComponent(new URL(SECOND_URL()).password));
       expect(await sealed()).not.toBe(before);
+      // Its cluster's identifier is recorded now (it was added without one).
+      const [{ recorded }] = await t.dataSource.query<{ recorded: string }[]>(
+        'SELECT system_identifier AS recorded FROM data_plane_servers WHERE id = $1',
+        [moved],
+      );
+      expect(recorded).toBe(await systemIdentifierOf(SECOND_URL()));
 
       // The relay goes silent: the running app, which opened the old URL, reaches the server by the
       // new one once its copy of the fleet is a couple of seconds old (no reconcile pass needed).
