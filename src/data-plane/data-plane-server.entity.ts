@@ -17,6 +17,7 @@ export enum DataPlaneServerState {
  */
 @Entity('data_plane_servers')
 @Index(['region', 'state'])
+@Index(['region', 'systemIdentifier'], { unique: true })
 export class DataPlaneServerEntity {
   @PrimaryGeneratedColumn('uuid')
   id!: string;
@@ -38,10 +39,10 @@ export class DataPlaneServerEntity {
 
   /**
    * The PostgreSQL cluster's `system_identifier` (pg_control_system()), read at registration: one
-   * cluster is registered once. Null for a server registered before it was recorded, until a
+   * cluster is one server of a region (it may serve several regions: by default every region's first
+   * server comes from DATA_PLANE_URL). Null for a server registered before it was recorded, until a
    * `server:add` or `server:update --url` reads it.
    */
-  @Index({ unique: true })
   @Column({ name: 'system_identifier', type: 'varchar', length: 20, nullable: true })
   systemIdentifier!: string | null;
 

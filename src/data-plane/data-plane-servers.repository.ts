@@ -66,8 +66,9 @@ export class DataPlaneServersRepository {
       .getMany();
   }
 
-  findBySystemIdentifier(systemIdentifier: string): Promise<DataPlaneServerEntity | null> {
-    return this.repo.findOneBy({ systemIdentifier });
+  /** The region's server on the cluster of this identifier. */
+  findBySystemIdentifier(region: Region, systemIdentifier: string): Promise<DataPlaneServerEntity | null> {
+    return this.repo.findOneBy({ region, systemIdentifier });
   }
 
   /** The servers whose cluster identifier is not recorded yet (registered before it was). */

@@ -241,7 +241,7 @@ export class DataPlaneServers implements OnModuleInit {
   }): Promise<DataPlaneServerView> {
     if (!Object.hasOwn(REGIONS, input.region))
       throw new ApiException(ErrorCode.BadRequest, `Unknown region ${input.region}`);
-    if (input.systemIdentifier !== undefined) await this.assertUnregistered(input.systemIdentifier);
+    if (input.systemIdentifier !== undefined) await this.assertUnregistered(input.region, input.systemIdentifier);
     const saved = await this.txHost.withTransaction(() =>
       this.insert({
         region: input.region,
@@ -258,13 +258,14 @@ export class DataPlaneServers implements OnModuleInit {
   /**
    * Records the cluster identifiers of the servers registered before they were recorded, as far
    * as `identify` (a connection to each) answers: a server that does not answer stays unrecorded,
-   * and so cannot be told apart from the next one added. One recorded already for another row (one
-   * cluster registered twice before) is left unrecorded too.
+   * and so cannot be told apart from the next one added. One recorded already for another server of
+   * its region (one cluster registered twice there before) is left unrecorded too.
    */
   async identifyRegistered(identify: (serverId: string) => Promise<string>): Promise<void> {
     for (const server of await this.servers.unidentified()) {
       const systemIdentifier = await identify(server.id).catch(() => undefined);
-      if (systemIdentifier === undefined || (await this.servers.findBySystemIdentifier(systemIdentifier))) continue;
+      if (systemIdentifier === undefined) continue;
+      if (await this.servers.findBySystemIdentifier(server.region, systemIdentifier)) continue;
       await this.servers.update(server.id, { systemIdentifier }).catch((err: unknown) => {
         this.logger.warn({ serverId: server.id, err: messageOf(err) }, 'could not record the server’s identifier');
       });
@@ -301,7 +302,7 @@ export class DataPlaneServers implements OnModuleInit {
       if (row.systemIdentifier !== null && row.systemIdentifier !== change.systemIdentifier) {
         throw new ApiException(ErrorCode.BadRequest, 'The new URL reaches another PostgreSQL cluster than this server');
       }
-      await this.assertUnregistered(change.systemIdentifier, id);
+      await this.assertUnregistered(row.region, change.systemIdentifier, id);
     }
     await this.servers.update(id, {
       ...(change.systemIdentifier !== undefined ? { systemIdentifier: change.systemIdentifier } : {}),
@@ -421,13 +422,13 @@ export class DataPlaneServers implements OnModuleInit {
     });
   }
 
-  /** 409 when a registered server is that cluster. */
-  private async assertUnregistered(systemIdentifier: string, except?: string): Promise<void> {
-    const same = await this.servers.findBySystemIdentifier(systemIdentifier);
+  /** 409 when another server of the region is that cluster. */
+  private async assertUnregistered(region: Region, systemIdentifier: string, except?: string): Promise<void> {
+    const same = await this.servers.findBySystemIdentifier(region, systemIdentifier);
     if (same && same.id !== except) {
       throw new ApiException(
         ErrorCode.DuplicateEntity,
-        `This PostgreSQL cluster is registered already, as server ${same.id} (${same.region})`,
+        `This PostgreSQL cluster is registered already in ${region}, as server ${same.id}`,
       );
     }
   }

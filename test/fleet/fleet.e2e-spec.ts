@@ -146,14 +146,17 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
     expect(hostless.code).toBe(1);
     expect(hostless.stderr).toMatch(/--public-host is required: the URL names no host/);
 
-    // One cluster is registered once: the second again (its identifier recorded when it was added),
-    // and the first, registered from the environment before identifiers were (it is asked for its own).
+    // One cluster is one server of a region: the second again (its identifier recorded when it was
+    // added), and the first, registered from the environment before identifiers were (it is asked
+    // for its own).
     const again = await cli(['server:add', '--region', REGION, '--url', secondUrl()]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain(`This PostgreSQL cluster is registered already, as server ${second} (${REGION})`);
+    expect(again.stderr).toContain(`This PostgreSQL cluster is registered already in ${REGION}, as server ${second}`);
     const firstAgain = await cli(['server:add', '--region', REGION, '--url', FIRST_URL()]);
     expect(firstAgain.code).toBe(1);
-    expect(firstAgain.stderr).toContain(`This PostgreSQL cluster is registered already, as server ${first}`);
+    expect(firstAgain.stderr).toContain(
+      `This PostgreSQL cluster is registered already in ${REGION}, as server ${first}`,
+    );
     const identifiers = await t.dataSource.query<{ id: string; system_identifier: string }[]>(
       'SELECT id, system_identifier FROM data_plane_servers WHERE region = $1 ORDER BY created',
       [REGION],
@@ -162,6 +165,16 @@ describe('a fleet: two password-checking data-plane servers in one region', () =
       { id: first, system_identifier: await systemIdentifierOf(FIRST_URL()) },
       { id: second, system_identifier: await systemIdentifierOf(secondUrl()) },
     ]);
+    // Another region's server may be the same cluster (by default every region's first server is
+    // DATA_PLANE_URL's): its admin URL can still be changed, to the one it has.
+    const euFirst = await serverIdOf(t, 'AWS_EU_CENTRAL_1');
+    const euUpdate = await cli(['server:update', '--id', euFirst, '--url', FIRST_URL()]);
+    expect({ code: euUpdate.code, stderr: euUpdate.stderr }).toEqual({ code: 0, stderr: '' });
+    const [{ eu }] = await t.dataSource.query<{ eu: string }[]>(
+      'SELECT system_identifier AS eu FROM data_plane_servers WHERE id = $1',
+      [euFirst],
+    );
+    expect(eu).toBe(await systemIdentifierOf(FIRST_URL()));
   });
 
   it('places each new database on the ACTIVE server with the most room, ties to the one with fewer databases', async () => {
