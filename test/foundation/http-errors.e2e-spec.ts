@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { createReadyDatabase, createWorkspace, unique } from '../databases/support';
 import { createDeveloperWithToken, createTestApp, TestApp } from '../support/test-app';
@@ -148,6 +149,31 @@ describe('error bodies of the HTTP layer', () => {
     const missing = await t.http.post(`/workspaces/${slug}/databases`).set(auth);
     expect(missing.status).toBe(400);
     expect(missing.body.message).toMatch(/databaseName/);
+    // So is an empty chunked body without a type, as a client writing an empty stream sends it.
+    const server = t.app.getHttpServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const chunked = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request(
+          { port, host: '127.0.0.1', method: 'POST', path: `/workspaces/${slug}/databases` },
+          (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => (body += chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on('error', reject);
+        req.setHeader('Authorization', auth.Authorization);
+        req.setHeader('Transfer-Encoding', 'chunked');
+        req.end();
+      });
+      expect(chunked.status).toBe(400);
+      expect(chunked.body).toMatch(/databaseName/);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
     // The curl default type on a `*/*` route is still read as JSON.
     await t.http
       .post('/workspaces')

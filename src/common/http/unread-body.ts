@@ -25,7 +25,7 @@ export class UnreadBody {
  * with 415 on a route that takes a body (@Body()). Unread, a form or text body reached validation as
  * no body at all and was answered "databaseName must be a string", which names the wrong mistake.
  * A route that takes no body ignores it, and a request without one (no Content-Length above 0, no
- * Transfer-Encoding) is left to validation. A guard, so it runs after every middleware (the modules'
+ * chunked body with a type) is left to validation. A guard, so it runs after every middleware (the modules'
  * parsers included); it only marks, so the route's own guards answer first (a route switched off
  * answers as an unknown one, whatever its body).
  */
@@ -35,8 +35,12 @@ export class MarkUnreadBody implements CanActivate {
     const req = context.switchToHttp().getRequest<Request>();
     if (req.body !== undefined || req.method === 'GET' || req.method === 'HEAD') return true;
     const length = req.headers['content-length'];
-    const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) > 0);
-    if (hasBody && !isFormRoute(req)) req.body = new UnreadBody(req.headers['content-type']);
+    const type = req.headers['content-type'];
+    // A chunked body's length is not known before it is read: one without a type is taken for none
+    // (a client writing an empty stream sends exactly that), and left to validation as before.
+    const hasBody =
+      length !== undefined ? Number(length) > 0 : req.headers['transfer-encoding'] !== undefined && type !== undefined;
+    if (hasBody && !isFormRoute(req)) req.body = new UnreadBody(type);
     return true;
   }
 }
