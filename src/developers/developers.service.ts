@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { isEmail } from 'class-validator';
@@ -17,6 +18,7 @@ import type { DatabaseEntity } from '../databases/database.entity';
 import { toWorkspace, type WorkspaceRow } from '../workspaces/workspace-rows';
 import type { WorkspaceEntity } from '../workspaces/workspace.entity';
 import { AccountLoginAttempts } from './account-login-attempts';
+import { CheckDuration } from './check-duration';
 import { DeveloperKind } from './developer.entity';
 import { DevelopersRepository, type DeveloperIdentity } from './developers.repository';
 
@@ -98,6 +100,7 @@ function isStorableText(value: string): boolean {
 export class DevelopersService {
   /** Verified against when no developer matches, so a wrong e-mail costs as much time as a wrong password. */
   private decoyHash?: Promise<string>;
+  private readonly checks = new CheckDuration();
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -255,10 +258,18 @@ export class DevelopersService {
     if (account) await this.loginAttempts.take(account);
     const developer = account ? await this.developers.findActiveWithPasswordHash(account) : null;
     const stored = developer?.passwordHash ?? (await this.decoy());
+    const started = performance.now();
     const matches = await this.hasher.verify(password, stored);
-    // A hash with older (cheaper) parameters checks faster than the decoy: a wrong password there
-    // is also checked against the decoy, so it takes at least as long as an unknown e-mail.
-    if (!matches && needsRehash(stored)) await this.hasher.verify(password, await this.decoy());
+    const elapsed = performance.now() - started;
+    if (!needsRehash(stored)) this.checks.record(elapsed);
+    else if (!matches) {
+      // A hash with older (cheaper) parameters checks faster than the decoy: a wrong password there
+      // takes as long as an unknown e-mail's (see CheckDuration); the first, before any was timed,
+      // is checked against the decoy too.
+      const wait = this.checks.remaining(elapsed);
+      if (wait === undefined) await this.hasher.verify(password, await this.decoy());
+      else await delay(wait);
+    }
     if (!developer || !developer.passwordHash || developer.kind !== DeveloperKind.Human || !matches) return null;
     if (account) await this.loginAttempts.clear(account);
     if (needsRehash(developer.passwordHash)) await this.rehash(developer.id, developer.passwordHash, password);
