@@ -205,6 +205,17 @@ describe('AppConfig.fromEnvironment', () => {
   });
 });
 
+describe('a setting of only whitespace', () => {
+  it('is refused, text settings included (an operator password of spaces would work otherwise)', () => {
+    for (const name of ['OPERATOR_PASSWORD', 'QUEUE_PREFIX', 'JWT_AUDIENCE', 'MAIL_FROM', 'SECRETS_FILE', 'PORT']) {
+      const problems = problemsOf({ [name]: ' '.repeat(13) });
+      expect(problems).toHaveLength(1);
+      expect(problems[0].startsWith(`${name}: `)).toBe(true);
+    }
+    expect(problemsOf({ QUEUE_PREFIX: '' })).toEqual([]);
+  });
+});
+
 describe('AppConfig as JSON (should anything log or print it)', () => {
   it('shows no secret: keys, the operator password and the passwords in every URL are left out', () => {
     const json = JSON.stringify(

@@ -543,7 +543,7 @@ export class EnvironmentVariables {
   @IsPlanLimit()
   PLAN_PRO_MAX_CREDENTIALS_PER_DATABASE: PlanLimit = 'unlimited';
 
-  /** Whether `POST /databases/provision` (instant databases without an account) is offered; 404 when off. */
+  /** Whether `POST /databases/provision` (instant databases without an account) is offered; off, it answers as an unknown route there. */
   @Transform(toBool)
   @IsBoolean()
   INSTANT_DATABASES = true;
@@ -618,7 +618,10 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
   const problems = validateSync(env, { skipMissingProperties: false, forbidUnknownValues: false }).map(
     (e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')}`,
   );
-  for (const name of Object.keys(relevant)) {
+  for (const [name, value] of Object.entries(relevant)) {
+    // Only whitespace is no value of any setting (a text setting would take it: a password of spaces).
+    if (typeof value === 'string' && value.trim() === '' && !problems.some((p) => p.startsWith(`${name}:`)))
+      problems.push(`${name}: is only whitespace; leave it unset (or empty) for its default`);
     const prefix = REGION_PREFIXES.find((p) => name.startsWith(p));
     if (prefix && !known.includes(name)) {
       const overrides = ALL_REGIONS.map((region) => `${prefix}${region}`);
