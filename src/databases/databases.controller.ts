@@ -35,7 +35,7 @@ export class DatabasesController {
       "Records the database and builds it on the region's data plane in the background (status REQUESTED, then BUILT, then READY); when the region's warm pool has a pre-built database, it is READY at once. Beyond the plan's number of databases, 403 threshold_exceeded; databases queued for deletion keep their place on their server until they are finalized, so a create also counts them, up to as many again as the plan allows.",
   })
   @ApiResponse({ status: 201, type: DatabaseResponse })
-  @ApiErrors(400, 409)
+  @ApiErrors(400, 409, 415)
   create(@CurrentWorkspace() workspace: WorkspaceEntity, @Body() body: CreateDatabaseDto): Promise<DatabaseResponse> {
     return this.databases.create(workspace, body);
   }
@@ -96,7 +96,7 @@ export class DatabasesController {
       'The physical database and its open connections are untouched. `parent` holds the database as it was before the rename: its id and its previous name.',
   })
   @ApiResponse({ status: 200, type: DatabaseResponse })
-  @ApiErrors(400, 404, 409)
+  @ApiErrors(400, 404, 409, 415)
   rename(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @Param('databaseName') name: string,

@@ -30,10 +30,10 @@ export class InstantDatabasesController {
     security: [],
     summary: 'Provision a database without authentication',
     description:
-      'Creates a database (from the warm pool when possible) that belongs to no workspace yet, with one credential, and returns its connection string and a claim code valid INSTANT_DATABASE_CLAIM_TTL_SECONDS (24 hours by default). The password and the code are shown this once. An unclaimed database is dropped when its code expires. Limited per client address and in all per hour, and in the unclaimed databases alive at once (429 with Retry-After); 404 when the operator has turned instant databases off (INSTANT_DATABASES=off).',
+      'Creates a database (from the warm pool when possible) that belongs to no workspace yet, with one credential, and returns its connection string and a claim code valid INSTANT_DATABASE_CLAIM_TTL_SECONDS (24 hours by default). The password and the code are shown this once. An unclaimed database is dropped when its code expires. Limited per client address and in all per hour, and in the unclaimed databases alive at once (429 with Retry-After). When the operator has turned instant databases off (INSTANT_DATABASES=off), it answers as an unknown route at this path does: 405 with Allow: GET.',
   })
   @ApiResponse({ status: 201, type: ProvisionedDatabaseResponse })
-  @ApiErrors(400, 404, 429, 503)
+  @ApiErrors(400, 405, 415, 429, 503)
   provision(@Body() body: ProvisionDatabaseDto, @Req() req: Request): Promise<ProvisionedDatabaseResponse> {
     // An IPv6 client counts by its /64, as the login's attempt limit does: one host holds a whole
     // /64 and could otherwise take a fresh address, and a fresh allowance, for every request.
@@ -51,7 +51,7 @@ export class InstantDatabasesController {
       'Moves the database of the claim code into the workspace, keeping its data and credentials. 404 when the code is unknown, used or expired; 400 when the workspace already has a database of that name or its plan has no room.',
   })
   @ApiResponse({ status: 200, type: DatabaseResponse })
-  @ApiErrors(400, 404)
+  @ApiErrors(400, 404, 415)
   claim(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @CurrentDeveloper() caller: AuthenticatedDeveloper,

@@ -20,7 +20,7 @@ export class InviteAcceptanceController {
     operationId: 'acceptDeveloperInvite',
     summary: "Join a workspace with an invite code; the caller's e-mail must be the invitee's",
   })
-  @ApiErrors(400, 401, 403, 404)
+  @ApiErrors(400, 401, 403, 404, 415)
   accept(
     @CurrentDeveloper() caller: AuthenticatedDeveloper,
     @Body() body: AcceptInviteDto,

@@ -27,7 +27,7 @@ export class InvitesController {
       'Invite e-mails are limited per sender, per recipient address and for the whole service over the last hour (deleted invites count too): over a limit, 429 `threshold_exceeded` with `Retry-After`.',
   })
   @ApiCreatedResponse({ type: InviteResponse })
-  @ApiErrors(400, 409, 429)
+  @ApiErrors(400, 409, 415, 429)
   create(
     @CurrentWorkspace() workspace: WorkspaceEntity,
     @CurrentDeveloper() caller: AuthenticatedDeveloper,

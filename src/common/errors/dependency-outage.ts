@@ -18,8 +18,8 @@ export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
  * 08), insufficient resources (53), operator intervention (57P01-57P05: shut down, crash recovery,
  * cannot connect now), a database not accepting connections (55000), a lock not had within
  * `lock_timeout` (55P03: held elsewhere for longer than DATABASE_LOCK_TIMEOUT_MS) and a write refused
- * by a read-only server (25006: a standby, or read-only by default; no statement of ours asks for a
- * read-only transaction). A FATAL error ends the
+ * by a read-only server (25006: a standby, or read-only by default; the only read-only transaction of
+ * ours, the telemetry's on the data plane, writes nothing). A FATAL error ends the
  * session before any statement ran, so it says nothing about the request either.
  */
 function isUnavailableSqlState(code: string, severity: unknown): boolean {

@@ -18,7 +18,9 @@ const DESCRIPTIONS: Record<number, string> = {
   401: 'Unauthorized: credentials missing or expired',
   403: 'Forbidden: the credentials do not grant access to the resource',
   404: 'Not found',
+  405: 'Method not allowed: the path answers only the methods in Allow',
   409: 'Conflict: the entity already exists or is not in a state that allows this',
+  415: 'Unsupported media type: the body must be application/json',
   429: 'Too many requests',
 };
 
