@@ -1,6 +1,6 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { allowedMethods, noRouteFor } from '../common/http/allowed-methods';
+import { noRouteFor } from '../common/http/allowed-methods';
 import { AppConfig } from '../config/app-config';
 
 /**
@@ -8,7 +8,7 @@ import { AppConfig } from '../config/app-config';
  * answers (the exception filter's for Nest's "Cannot POST …", same body, same headers): 405 with
  * `Allow: GET`, since `GET /databases/{id}` matches the path. A guard, because guards run before
  * pipes: checked in the service, the route showed itself to any body the ValidationPipe refuses
- * (400). Its own method is left out of `Allow`: it is this route's.
+ * (400). The module hides the route (hideRoute), so no `Allow` names its method.
  */
 @Injectable()
 export class InstantDatabasesOffered implements CanActivate {
@@ -17,9 +17,6 @@ export class InstantDatabasesOffered implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     if (this.config.env.INSTANT_DATABASES) return true;
     const req = context.switchToHttp().getRequest<Request>();
-    throw noRouteFor(
-      req,
-      allowedMethods(req).filter((method) => method !== req.method),
-    );
+    throw noRouteFor(req);
   }
 }

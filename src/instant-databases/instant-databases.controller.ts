@@ -16,12 +16,15 @@ import { InstantDatabasesService } from './instant-databases.service';
 import { ProvisionedDatabaseResponse } from './provisioned-database.response';
 import { RequiredScope } from '../auth/required-scope';
 
+/** The instant provision's path (hidden from `Allow` when switched off: InstantDatabasesModule). */
+export const PROVISION_PATH = '/databases/provision';
+
 @ApiTags('databases')
 @Controller()
 export class InstantDatabasesController {
   constructor(private readonly instant: InstantDatabasesService) {}
 
-  @Post('databases/provision')
+  @Post(PROVISION_PATH.slice(1))
   @Public()
   @UseGuards(InstantDatabasesOffered)
   @HttpCode(201)

@@ -739,6 +739,16 @@ describe('instant database abuse limits and the operator switch', () => {
         });
         expect(comparable(hidden)).toEqual(comparable(unknown));
       }
+      // Nor another method at its path (the Allow of a 405 listed POST).
+      for (const method of ['put', 'patch', 'delete', 'options'] as const) {
+        const beside = await t.http[method]('/databases/provisiom');
+        const at = await t.http[method]('/databases/provision');
+        expect({ method, status: at.status, allow: at.headers.allow }).toEqual({
+          method,
+          status: beside.status,
+          allow: beside.headers.allow,
+        });
+      }
       // Nor a body of a type the route does not read (its 415).
       const unknown = await t.http.post('/databases/provisiom').type('text/plain').send('region=X');
       const hidden = await t.http.post('/databases/provision').type('text/plain').send('region=X');

@@ -3,8 +3,21 @@ import { ApiException } from '../errors/api-exception';
 import { ErrorCode } from '../errors/error-code';
 
 interface RouteLayer {
-  route?: { methods: Record<string, boolean> };
+  route?: { path: string; methods: Record<string, boolean> };
   match(path: string): boolean;
+}
+
+/** Where an app keeps the routes it serves but hides (`METHOD /path` as registered). */
+const HIDDEN_ROUTES = 'hiddenRoutes';
+
+/**
+ * Hides a route of a switched-off feature: it is left out of every `Allow`, so no method at its path
+ * tells that it exists (its own guard answers it as noRouteFor does). Kept on the Express app, so
+ * two apps in one process (the tests) each hide their own.
+ */
+export function hideRoute(app: { locals: Record<string, unknown> }, method: string, path: string): void {
+  const hidden = (app.locals[HIDDEN_ROUTES] ??= new Set<string>()) as Set<string>;
+  hidden.add(`${method.toUpperCase()} ${path}`);
 }
 
 /**
@@ -13,12 +26,16 @@ interface RouteLayer {
  */
 export function allowedMethods(req: Request): string[] {
   const stack = (req.app as unknown as { router?: { stack?: RouteLayer[] } }).router?.stack ?? [];
+  const hidden = req.app.locals[HIDDEN_ROUTES] as Set<string> | undefined;
   const methods = new Set<string>();
   for (const layer of stack) {
     // Catch-all routes (registered for every method) say nothing about this path.
     if (!layer.route || layer.route.methods._all || Object.keys(layer.route.methods).length > 8) continue;
     try {
-      if (layer.match(req.path)) Object.keys(layer.route.methods).forEach((m) => methods.add(m.toUpperCase()));
+      if (!layer.match(req.path)) continue;
+      for (const method of Object.keys(layer.route.methods).map((m) => m.toUpperCase())) {
+        if (!hidden?.has(`${method} ${layer.route.path}`)) methods.add(method);
+      }
     } catch {
       // a layer that cannot match this path
     }
