@@ -27,3 +27,28 @@ describe('Reconciler.runAfresh (the pass when Redis is back)', () => {
     expect(reconciler.stats.passes).toBe(2);
   });
 });
+
+describe('Reconciler at shutdown', () => {
+  it('ends the pass under way after its current task: the tasks after it wait for the next process', async () => {
+    const reconciler = new Reconciler({} as AppConfig);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const ran: string[] = [];
+    reconciler.register('first', async () => {
+      ran.push('first');
+      await held;
+    });
+    reconciler.register('second', () => {
+      ran.push('second');
+      return Promise.resolve();
+    });
+
+    const pass = reconciler.runOnce();
+    const shutdown = reconciler.onApplicationShutdown();
+    release();
+    await Promise.all([pass, shutdown]);
+    expect(ran).toEqual(['first']);
+    // An unfinished pass is not counted as one.
+    expect(reconciler.stats.passes).toBe(0);
+  });
+});

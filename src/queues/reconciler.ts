@@ -54,8 +54,14 @@ export class Reconciler implements OnApplicationShutdown {
     return this.figures;
   }
 
+  /**
+   * Each task in turn. At shutdown the pass ends after the task under way: the rest (an inline
+   * finalization may wait for its DROP DATABASE up to the DDL timeout) would outlast the process's
+   * grace period, and every task is done again by the next pass of whatever process runs next.
+   */
   private async pass(): Promise<void> {
     for (const [name, task] of this.tasks) {
+      if (this.stopped) return;
       const tally = new ReconcileTally();
       const runs = this.figures.taskRuns.get(name) ?? { ok: 0, failed: 0 };
       this.figures.taskRuns.set(name, runs);
