@@ -85,7 +85,10 @@ describe('password hashes made with older parameters', () => {
     // Its own check costs an eighth of the decoy's (N = 2^14 against 2^17): without the wait it
     // would answer in a fraction of the time.
     expect(median(legacy)).toBeGreaterThan(0.7 * median(unknown));
-    // The hash is not upgraded by a wrong password.
+    // The hash is not upgraded by a wrong password; the right one upgrades it (and leaves no old
+    // hash behind for the specs that check every stored hash).
     expect((await storedHash(t.dataSource, human.id)).split('$')[1]).toBe(String(2 ** 14));
+    expect((await submitLogin(t.http, params, human.email, human.password)).status).toBe(302);
+    expect((await storedHash(t.dataSource, human.id)).split('$')[1]).toBe(String(SCRYPT_PARAMS.N));
   });
 });
