@@ -5,6 +5,7 @@ import { StorageUsage } from '../insights/storage-usage.service';
 import { ComputeUsagePeriods } from '../metrics/compute-usage-periods.service';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { Reconciler } from '../queues/reconciler';
+import { currentReconcileTally } from '../queues/reconcile-tally';
 import { SubscriptionLevel } from '../subscriptions/subscription-level';
 import { SubscriptionsService } from '../subscriptions/subscriptions.service';
 import { rateMonthJobId } from './billing-jobs';
@@ -104,8 +105,8 @@ export class BillingRater implements OnModuleInit {
    * nothing, and it is rated when its totals are read; every workspace holds FREE from its creation,
    * so counting those would re-rate every workspace ever made, every interval.
    *
-   * The interval counts from the last sweep whose reads succeeded: one that failed (the metadata
-   * database out of reach) leaves the next reconcile pass to try again, instead of postponing the
+   * The interval counts from the last sweep whose reads succeeded and whose jobs Redis took: one that
+   * failed (the metadata database out of reach, Redis away) leaves the next reconcile pass to try again, instead of postponing the
    * re-rating by a whole interval. A call while a sweep runs in this process joins it (answers 0).
    */
   async sweep(now = new Date()): Promise<number> {
@@ -141,7 +142,12 @@ export class BillingRater implements OnModuleInit {
       ...(await this.subscriptions.workspacesPayingIn(previous.start, current.end)),
       ...(await this.storage.workspacesWithStorage([previous.ym, current.ym])),
     ]);
-    // Read: this sweep counts (an enqueue does not throw; one Redis refused waits for the next).
+    // Read: this sweep counts, unless Redis did not take a job it owed (the dispatcher does not
+    // throw; it counts such a job in the reconcile pass's tally): then the next pass sweeps again,
+    // the one run at once when Redis is back among them, not the next interval.
+    const tally = currentReconcileTally.getStore();
+    const refusedBefore = tally?.notEnqueued ?? 0;
+    const previousSweep = this.lastSweep;
     this.lastSweep = now.getTime();
     let enqueued = 0;
     for (const workspaceId of workspaceIds) {
@@ -156,6 +162,7 @@ export class BillingRater implements OnModuleInit {
           enqueued++;
       }
     }
+    if ((tally?.notEnqueued ?? 0) > refusedBefore) this.lastSweep = previousSweep;
     if (enqueued) this.logger.log({ workspaces: workspaceIds.size, jobs: enqueued }, 'billing re-rating enqueued');
     return enqueued;
   }

@@ -4,6 +4,7 @@ import { parseBillingMonth } from '../../src/billing/billing-month';
 import { ComputeUsagePeriods } from '../../src/metrics/compute-usage-periods.service';
 import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
+import { currentReconcileTally, ReconcileTally } from '../../src/queues/reconcile-tally';
 import { Auth, createWorkspace } from '../databases/support';
 import { insertPeriod } from '../metrics/usage-periods';
 import {
@@ -564,6 +565,40 @@ describe('billing sweep that fails', () => {
       const [first, second] = await Promise.all([rater.sweep(), rater.sweep()]);
       expect(first).toBeGreaterThanOrEqual(2);
       expect(second).toBe(0);
+      expect(await rater.sweep()).toBe(0);
+      await untilQueueIdle(t.app, Queues.Billing);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('does not postpone the next one either when Redis did not take its jobs: the next pass (Redis back) sweeps', async () => {
+    const t = await createTestApp({ BILLING_RATING_INTERVAL_SECONDS: '3600' });
+    try {
+      const auth = (await createDeveloperWithToken(t.app)).auth;
+      const ws = await createWorkspace(t, auth);
+      const ym = ymOf(new Date());
+      const monthStart = new Date(`${ym}-01T00:00:00Z`).getTime();
+      await insertPeriod(t, {
+        workspaceId: ws.id,
+        startedAt: new Date(Math.max(Date.now() - 3_600_000, monthStart)),
+        endedAt: new Date(),
+      });
+      const rater = t.app.get(BillingRater);
+      // Redis away: the dispatcher takes no job and counts it owed in the pass's tally, as it does.
+      const tally = new ReconcileTally();
+      const spy = jest.spyOn(t.app.get(JobDispatcher), 'redispatch').mockImplementation(() => {
+        currentReconcileTally.getStore()!.notEnqueued++;
+        return Promise.resolve(false);
+      });
+      try {
+        expect(await currentReconcileTally.run(tally, () => rater.sweep())).toBe(0);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(tally.notEnqueued).toBeGreaterThanOrEqual(2);
+      // Redis back: the pass run at once then sweeps, not the next one an hour later.
+      expect(await currentReconcileTally.run(new ReconcileTally(), () => rater.sweep())).toBeGreaterThanOrEqual(2);
       expect(await rater.sweep()).toBe(0);
       await untilQueueIdle(t.app, Queues.Billing);
     } finally {
