@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { createIndexIfNotExists } from '../database/index-if-not-exists';
 
 /**
  * Indexes for the reconciler's periodic reads, each partial on the work still owed so a pass reads
@@ -19,36 +20,60 @@ export class SweepIndexesAndTokenPruning1795800000001 implements MigrationInterf
   name = 'SweepIndexesAndTokenPruning1795800000001';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_oauth_refresh_tokens_expires_at" ON "oauth_refresh_tokens" ("expires_at")
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_oauth_authorization_codes_expires_at" ON "oauth_authorization_codes" ("expires_at")
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_credentials_expiry_due" ON "credentials" ("expires_at")
             WHERE "dropped" IS NULL AND "expires_at" IS NOT NULL
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_credentials_pending_by_created" ON "credentials" ("created")
             WHERE "pending" AND "dropped" IS NULL AND "expires_at" IS NULL
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_databases_deletion_due" ON "databases" ("deletion_due_at")
             WHERE "deleted" IS NOT NULL AND "finalized" IS NULL
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_databases_unbuilt_by_created" ON "databases" ("created")
             WHERE "status" IN ('REQUESTED', 'BUILT') AND "deleted" IS NULL
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_compute_instances_unsettled" ON "compute_instances" ("updated")
             WHERE "terminated" IS NULL AND ("deleted" IS NOT NULL OR "status" <> 'READY' OR "instance_type_id" IS DISTINCT FROM "desired_instance_type_id")
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_invites_email_owed" ON "invites" ("expires_at")
             WHERE "state" = 'EMAIL_PENDING' AND "email_sent_at" IS NULL
-        `);
+        `,
+    );
     await queryRunner.query(`
             DROP INDEX IF EXISTS "public"."IDX_dd25c82e6775c190f16c3272bc"
         `);

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { createIndexIfNotExists } from '../database/index-if-not-exists';
 
 /**
  * Indexes for periodic reads that otherwise read history kept for ever: placement's count of a
@@ -16,16 +17,25 @@ export class HistoryIndexes1795800000002 implements MigrationInterface {
   name = 'HistoryIndexes1795800000002';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_databases_unfinalized_by_server" ON "databases" ("server_id", "created", "id")
             WHERE "finalized" IS NULL
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_compute_usage_periods_ended_at" ON "compute_usage_periods" ("ended_at")
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_database_storage_usage_by_month" ON "database_storage_usage" ("ym", "workspace_id")
-        `);
+        `,
+    );
     await queryRunner.query(`
             DROP INDEX IF EXISTS "public"."IDX_databases_usable_by_server"
         `);

@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { createIndexIfNotExists } from '../database/index-if-not-exists';
 
 /**
  * Instant databases: the cap on unclaimed ones and failed attempts.
@@ -30,10 +31,13 @@ export class InstantDatabaseClaimLimits1795800000006 implements MigrationInterfa
     await queryRunner.query(`
             ALTER TABLE "database_claims" ADD "failed_at" TIMESTAMP WITH TIME ZONE
         `);
-    await queryRunner.query(`
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_database_claims_unclaimed_by_expiry" ON "database_claims" ("expires_at")
             WHERE "claimed_at" IS NULL
-        `);
+        `,
+    );
     await queryRunner.query(`
             UPDATE "databases" d SET "deleted" = now(), "deletion_due_at" = now(), "updated" = now()
               FROM "database_claims" c, "workspaces" w

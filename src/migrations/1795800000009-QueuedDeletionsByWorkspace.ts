@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { createIndexIfNotExists } from '../database/index-if-not-exists';
 
 /**
  * A workspace's databases queued for deletion, by due time: a create within a limited plan counts
@@ -11,10 +12,13 @@ export class QueuedDeletionsByWorkspace1795800000009 implements MigrationInterfa
   name = 'QueuedDeletionsByWorkspace1795800000009';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_databases_queued_by_workspace" ON "databases" ("workspace_id", "deletion_due_at")
             WHERE "deleted" IS NOT NULL AND "finalized" IS NULL
-        `);
+        `,
+    );
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {

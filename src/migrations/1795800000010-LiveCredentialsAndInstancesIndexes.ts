@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { createIndexIfNotExists } from '../database/index-if-not-exists';
 
 /**
  * A database's credentials not dropped, and its compute instances not terminated, each in (created,
@@ -14,14 +15,20 @@ export class LiveCredentialsAndInstancesIndexes1795800000010 implements Migratio
   name = 'LiveCredentialsAndInstancesIndexes1795800000010';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_credentials_live_by_database" ON "credentials" ("database_id", "created", "id")
             WHERE "dropped" IS NULL
-        `);
-    await queryRunner.query(`
+        `,
+    );
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_compute_instances_unterminated_by_database" ON "compute_instances" ("database_id", "created", "id")
             WHERE "terminated" IS NULL
-        `);
+        `,
+    );
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {

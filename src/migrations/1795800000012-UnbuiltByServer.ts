@@ -1,4 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
+import { createIndexIfNotExists } from '../database/index-if-not-exists';
 
 /**
  * The builds owed, by server: the reconciler's build sweep now takes them from the servers in turn
@@ -13,10 +14,13 @@ export class UnbuiltByServer1795800000012 implements MigrationInterface {
   name = 'UnbuiltByServer1795800000012';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`
+    await createIndexIfNotExists(
+      queryRunner,
+      `
             CREATE INDEX IF NOT EXISTS "IDX_databases_unbuilt_by_server" ON "databases" ("server_id", "created", "id")
             WHERE "status" IN ('REQUESTED', 'BUILT') AND "finalized" IS NULL
-        `);
+        `,
+    );
     await queryRunner.query(`DROP INDEX IF EXISTS "public"."IDX_databases_unbuilt_by_created"`);
   }
 
