@@ -17,6 +17,8 @@ import { messageOf } from '../common/errors/message-of';
 /** A scrape must answer even while a dependency hangs: each source gets this long. */
 const SOURCE_TIMEOUT_MS = 1000;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+/** Bull's error for a job it fails for stalling more than `maxStalledCount` times. */
+const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
 
 /**
  * The process's Prometheus registry: HTTP requests, Bull queues and jobs, the metadata and
@@ -39,7 +41,7 @@ export class OperationsMetrics implements OnModuleInit {
 
   private readonly jobDuration = new Histogram({
     name: 'bull_job_duration_seconds',
-    help: 'Bull jobs processed by this process, by queue, job name and outcome, and how long they ran',
+    help: 'Bull jobs processed by this process, by queue, job name and outcome, and how long they ran (stalled: one another process lost, failed by this one on finding it stalled, timed from its start until then)',
     labelNames: ['queue', 'job', 'outcome'] as const,
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [this.registry],
@@ -75,12 +77,15 @@ export class OperationsMetrics implements OnModuleInit {
     // Local events: they fire in the process that ran the job (a worker, or the API with WORKERS=on).
     for (const name of ALL_QUEUES) {
       const queue = this.jobs.queue(name);
-      const observe = (job: Job, outcome: 'completed' | 'failed') => {
+      const observe = (job: Job, outcome: 'completed' | 'failed' | 'stalled') => {
         const seconds = ((job.finishedOn ?? Date.now()) - (job.processedOn ?? Date.now())) / 1000;
         this.jobDuration.observe({ queue: name, job: job.name, outcome }, Math.max(0, seconds));
       };
       queue.on('completed', (job: Job) => observe(job, 'completed'));
-      queue.on('failed', (job: Job) => observe(job, 'failed'));
+      // Bull fails a job stalled too often in whichever process finds it (its own error, this message).
+      queue.on('failed', (job: Job, err: Error) =>
+        observe(job, err?.message === STALLED_TOO_OFTEN ? 'stalled' : 'failed'),
+      );
     }
   }
 

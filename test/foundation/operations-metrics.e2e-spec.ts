@@ -2,6 +2,8 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from 'pg';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
+import { Queues } from '../../src/queues/queue-names';
 import { createReadyDatabase, createWorkspace, serverIdOf } from '../databases/support';
 import { itWithPromtool, promtoolProblems } from '../support/promtool';
 import {
@@ -203,6 +205,22 @@ describe('GET /metrics (Prometheus)', () => {
       expect(samples(exposition, 'bull_job_duration_seconds_count')).toContainEqual(
         expect.stringMatching(
           /^bull_job_duration_seconds_count\{queue="database-lifecycle",job="[a-z-]+",outcome="completed"\} [1-9]/,
+        ),
+      );
+    });
+
+    it('counts a job Bull fails for stalling (lost by another process) apart from the jobs that failed here', async () => {
+      const queue = t.app.get(JobDispatcher).queue(Queues.Billing);
+      // What Bull emits in the process that finds another's job stalled once too often.
+      const lost = { name: 'rate-month', processedOn: Date.now() - 5000, finishedOn: Date.now() };
+      queue.emit('failed', lost, new Error('job stalled more than allowable limit'), 'active');
+      const scraped = (await t.http.get('/metrics').auth('operator', PASSWORD).expect(200)).text;
+      expect(samples(scraped, 'bull_job_duration_seconds_count')).toContainEqual(
+        'bull_job_duration_seconds_count{queue="billing",job="rate-month",outcome="stalled"} 1',
+      );
+      expect(samples(scraped, 'bull_job_duration_seconds_sum')).toContainEqual(
+        expect.stringMatching(
+          /^bull_job_duration_seconds_sum\{queue="billing",job="rate-month",outcome="stalled"\} 5(\.\d+)?$/,
         ),
       );
     });
