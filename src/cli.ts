@@ -141,7 +141,7 @@ const COMMANDS: Record<string, Command> = {
         } catch (err) {
           throw new Error(`the server cannot serve as a data-plane server: ${(err as Error).message}`, { cause: err });
         }
-        // One cluster is registered once: the servers registered before identifiers were are asked theirs.
+        // A cluster is one server of a region: the servers registered before identifiers were are asked theirs.
         await servers.identifyRegistered((id) => dataPlane.systemIdentifier(id));
         return servers.add({ region, url, publicHost, maxDatabases, systemIdentifier });
       };

@@ -105,9 +105,10 @@ export class BillingRater implements OnModuleInit {
    * nothing, and it is rated when its totals are read; every workspace holds FREE from its creation,
    * so counting those would re-rate every workspace ever made, every interval.
    *
-   * The interval counts from the last sweep whose reads succeeded and whose jobs Redis took: one that
-   * failed (the metadata database out of reach, Redis away) leaves the next reconcile pass to try again, instead of postponing the
-   * re-rating by a whole interval. A call while a sweep runs in this process joins it (answers 0).
+   * The interval counts from the last sweep whose reads succeeded and whose jobs Redis took: one
+   * that failed (the metadata database out of reach, Redis away) leaves the next reconcile pass to
+   * try again, instead of postponing the re-rating by a whole interval. A call while a sweep runs in
+   * this process joins it (answers 0).
    */
   async sweep(now = new Date()): Promise<number> {
     await this.recordMonthPrices(now);

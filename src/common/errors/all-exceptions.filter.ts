@@ -126,12 +126,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
       );
     }
     switch (status) {
-      case 404: // not found
-        return body(
-          ErrorCode.EntityNotFound,
-          message.startsWith('Cannot ') ? `No route for ${req.method} ${req.path}` : message,
-          status,
-        );
+      case 404: // not found (an unknown route's is noRouteFor's, above)
+        return body(ErrorCode.EntityNotFound, message, status);
       case 401: // unauthorized
         return body(ErrorCode.InvalidCredentials, 'Missing, invalid or expired bearer token', status);
       case 403: // forbidden

@@ -47,7 +47,8 @@ export function allowedMethods(req: Request): string[] {
  * What a request no route serves is answered: 405 with `Allow` when the router serves other methods
  * at its path, else 404.
  */
-export function noRouteFor(req: Request, allow = allowedMethods(req)): ApiException {
+export function noRouteFor(req: Request): ApiException {
+  const allow = allowedMethods(req);
   if (!allow.length) return new ApiException(ErrorCode.EntityNotFound, `No route for ${req.method} ${req.path}`);
   return new ApiException(
     ErrorCode.UnsupportedOperation,
