@@ -538,71 +538,59 @@ describe('billing sweep after a rating job failed for good', () => {
 });
 
 describe('billing sweep that fails', () => {
+  let t: TestApp;
+  let rater: BillingRater;
+  // A workspace with compute usage this month: every sweep has its two months to re-rate.
+  beforeEach(async () => {
+    t = await createTestApp({ BILLING_RATING_INTERVAL_SECONDS: '3600' });
+    const auth = (await createDeveloperWithToken(t.app)).auth;
+    const ws = await createWorkspace(t, auth);
+    const monthStart = new Date(`${ymOf(new Date())}-01T00:00:00Z`).getTime();
+    await insertPeriod(t, {
+      workspaceId: ws.id,
+      startedAt: new Date(Math.max(Date.now() - 3_600_000, monthStart)),
+      endedAt: new Date(),
+    });
+    rater = t.app.get(BillingRater);
+  });
+  afterEach(async () => {
+    await untilQueueIdle(t.app, Queues.Billing);
+    await t.close();
+  });
+
   it('does not postpone the next one: a sweep whose reads failed is tried again on the next pass', async () => {
-    const t = await createTestApp({ BILLING_RATING_INTERVAL_SECONDS: '3600' });
+    // The metadata database out of reach for the sweep's first read.
+    const spy = jest
+      .spyOn(t.app.get(ComputeUsagePeriods), 'workspacesWithUsage')
+      .mockRejectedValueOnce(new Error('metadata database unavailable'));
     try {
-      const auth = (await createDeveloperWithToken(t.app)).auth;
-      const ws = await createWorkspace(t, auth);
-      const ym = ymOf(new Date());
-      const monthStart = new Date(`${ym}-01T00:00:00Z`).getTime();
-      await insertPeriod(t, {
-        workspaceId: ws.id,
-        startedAt: new Date(Math.max(Date.now() - 3_600_000, monthStart)),
-        endedAt: new Date(),
-      });
-      const rater = t.app.get(BillingRater);
-      // The metadata database out of reach for the sweep's first read.
-      const spy = jest
-        .spyOn(t.app.get(ComputeUsagePeriods), 'workspacesWithUsage')
-        .mockRejectedValueOnce(new Error('metadata database unavailable'));
-      try {
-        await expect(rater.sweep()).rejects.toThrow('metadata database unavailable');
-      } finally {
-        spy.mockRestore();
-      }
-      // The next pass sweeps (previous and current month of this workspace at least); concurrent
-      // calls do not double it, and the one after it waits for the interval.
-      const [first, second] = await Promise.all([rater.sweep(), rater.sweep()]);
-      expect(first).toBeGreaterThanOrEqual(2);
-      expect(second).toBe(0);
-      expect(await rater.sweep()).toBe(0);
-      await untilQueueIdle(t.app, Queues.Billing);
+      await expect(rater.sweep()).rejects.toThrow('metadata database unavailable');
     } finally {
-      await t.close();
+      spy.mockRestore();
     }
+    // The next pass sweeps (previous and current month of this workspace at least); concurrent
+    // calls do not double it, and the one after it waits for the interval.
+    const [first, second] = await Promise.all([rater.sweep(), rater.sweep()]);
+    expect(first).toBeGreaterThanOrEqual(2);
+    expect(second).toBe(0);
+    expect(await rater.sweep()).toBe(0);
   });
 
   it('does not postpone the next one either when Redis did not take its jobs: the next pass (Redis back) sweeps', async () => {
-    const t = await createTestApp({ BILLING_RATING_INTERVAL_SECONDS: '3600' });
+    // Redis away: the dispatcher takes no job and counts it owed in the pass's tally, as it does.
+    const tally = new ReconcileTally();
+    const spy = jest.spyOn(t.app.get(JobDispatcher), 'redispatch').mockImplementation(() => {
+      currentReconcileTally.getStore()!.notEnqueued++;
+      return Promise.resolve(false);
+    });
     try {
-      const auth = (await createDeveloperWithToken(t.app)).auth;
-      const ws = await createWorkspace(t, auth);
-      const ym = ymOf(new Date());
-      const monthStart = new Date(`${ym}-01T00:00:00Z`).getTime();
-      await insertPeriod(t, {
-        workspaceId: ws.id,
-        startedAt: new Date(Math.max(Date.now() - 3_600_000, monthStart)),
-        endedAt: new Date(),
-      });
-      const rater = t.app.get(BillingRater);
-      // Redis away: the dispatcher takes no job and counts it owed in the pass's tally, as it does.
-      const tally = new ReconcileTally();
-      const spy = jest.spyOn(t.app.get(JobDispatcher), 'redispatch').mockImplementation(() => {
-        currentReconcileTally.getStore()!.notEnqueued++;
-        return Promise.resolve(false);
-      });
-      try {
-        expect(await currentReconcileTally.run(tally, () => rater.sweep())).toBe(0);
-      } finally {
-        spy.mockRestore();
-      }
-      expect(tally.notEnqueued).toBeGreaterThanOrEqual(2);
-      // Redis back: the pass run at once then sweeps, not the next one an hour later.
-      expect(await currentReconcileTally.run(new ReconcileTally(), () => rater.sweep())).toBeGreaterThanOrEqual(2);
-      expect(await rater.sweep()).toBe(0);
-      await untilQueueIdle(t.app, Queues.Billing);
+      expect(await currentReconcileTally.run(tally, () => rater.sweep())).toBe(0);
     } finally {
-      await t.close();
+      spy.mockRestore();
     }
+    expect(tally.notEnqueued).toBeGreaterThanOrEqual(2);
+    // Redis back: the pass run at once then sweeps, not the next one an hour later.
+    expect(await currentReconcileTally.run(new ReconcileTally(), () => rater.sweep())).toBeGreaterThanOrEqual(2);
+    expect(await rater.sweep()).toBe(0);
   });
 });
