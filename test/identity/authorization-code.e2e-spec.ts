@@ -221,17 +221,26 @@ describe('authorization code flow with PKCE (over HTTP)', () => {
       await redeemCode(t.http, params, location.searchParams.get('code')!, verifier).expect(200);
     });
 
-    it('fails with invalid_grant for a wrong code_verifier', async () => {
-      const { params } = authorizationRequest('nilecli', NILECLI_REDIRECT);
+    it('fails with invalid_grant for a wrong code_verifier, which neither spends the code nor revokes what it granted', async () => {
+      const { params, verifier } = authorizationRequest('nilecli', NILECLI_REDIRECT);
       const code = await obtainCode(t.http, params, human);
+      // Whoever saw the code (it is no secret without its verifier) presents it first.
       const res = await redeemCode(t.http, params, code, pkce().verifier);
       expectTokenError(res, 'invalid_grant');
-      expect(res.body.error_description).toMatch(/code_verifier/);
+      expect(res.body.error_description).toBe('code_verifier does not match the code_challenge');
       expect(res.headers['cache-control']).toBe('no-store');
+      const granted = await redeemCode(t.http, params, code, verifier).expect(200);
+      // Presented again without the verifier: refused as before, and the tokens it granted stay granted.
+      expectTokenError(await redeemCode(t.http, params, code, pkce().verifier), 'invalid_grant');
+      await tokenRequest(t.http, {
+        grant_type: 'refresh_token',
+        refresh_token: granted.body.refresh_token,
+        client_id: 'nilecli',
+      }).expect(200);
     });
 
-    it('fails with invalid_grant without the code_verifier the challenge asked for', async () => {
-      const { params } = authorizationRequest('nilecli', NILECLI_REDIRECT);
+    it('fails with invalid_grant without the code_verifier the challenge asked for, the code still good', async () => {
+      const { params, verifier } = authorizationRequest('nilecli', NILECLI_REDIRECT);
       const code = await obtainCode(t.http, params, human);
       const res = await tokenRequest(t.http, {
         grant_type: 'authorization_code',
@@ -240,6 +249,8 @@ describe('authorization code flow with PKCE (over HTTP)', () => {
         client_id: 'nilecli',
       });
       expectTokenError(res, 'invalid_grant');
+      expect(res.body.error_description).toBe('code_verifier is required (PKCE)');
+      await redeemCode(t.http, params, code, verifier).expect(200);
     });
 
     it('fails with invalid_grant for a reused code, and revokes what the code granted', async () => {

@@ -32,24 +32,28 @@ export class AuthorizationCodesRepository {
   }
 
   /**
-   * Marks the code consumed if it was not and it is `clientId`'s, answering its grant; undefined
-   * when there is no such unconsumed code. Inside a transaction, the row stays locked until it ends.
+   * Marks the code consumed if it was not, it is `clientId`'s and `challenge` (the S256 of the
+   * verifier presented, null for none) is its code challenge, if it has one; answers its grant, or
+   * undefined when there is no such unconsumed code. Inside a transaction, the row stays locked
+   * until it ends.
    */
-  async consume(codeHash: string, clientId: string): Promise<ConsumedCode | undefined> {
+  async consume(codeHash: string, clientId: string, challenge: string | null): Promise<ConsumedCode | undefined> {
     const consumed = await this.repo
       .createQueryBuilder()
       .update()
       .set({ consumedAt: () => 'now()' })
-      .where('code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL', { codeHash, clientId })
+      .where(
+        'code_hash = :codeHash AND client_id = :clientId AND consumed_at IS NULL AND (code_challenge IS NULL OR code_challenge = :challenge)',
+        { codeHash, clientId, challenge },
+      )
       .returning('client_id, developer_id, redirect_uri, code_challenge, scope, expires_at')
       .execute();
     return (consumed.raw as ConsumedCode[])[0];
   }
 
-  /** The client the code was issued to; undefined when there is no such code. */
-  async clientOf(codeHash: string): Promise<string | undefined> {
-    const row = await this.repo.findOne({ select: { clientId: true }, where: { codeHash } });
-    return row?.clientId;
+  /** The client the code was issued to and its code challenge; undefined when there is no such code. */
+  findIssued(codeHash: string): Promise<Pick<AuthorizationCodeEntity, 'clientId' | 'codeChallenge'> | null> {
+    return this.repo.findOne({ select: { clientId: true, codeChallenge: true }, where: { codeHash } });
   }
 
   /** Deletes up to `take` codes that expired before `cutoff`, the longest expired first (deleteExpiredRows); how many. */

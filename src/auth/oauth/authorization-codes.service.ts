@@ -5,6 +5,7 @@ import { Reconciler } from '../../queues/reconciler';
 import { AuthorizationCodesRepository } from './authorization-codes.repository';
 import { pruneInBatches } from '../../database/prune-in-batches';
 import { pruneCutoff } from './expired-grants';
+import { s256Challenge, verifierMatchesChallenge } from './pkce';
 
 export interface CodeGrant {
   clientId: string;
@@ -20,6 +21,8 @@ export type RedeemedCode =
   | { status: 'reused'; familyId: string }
   /** Presented by another client than its own (a leaked code): neither spent nor revoking anything. */
   | { status: 'foreign' }
+  /** Presented without the verifier its challenge asks for (`missing` or not matching): neither spent nor revoking anything. */
+  | { status: 'unverified'; missing: boolean }
   | { status: 'unknown' };
 
 /**
@@ -67,16 +70,22 @@ export class AuthorizationCodesService implements OnModuleInit {
    * redeemed again, and a concurrent second redemption sees it as reused. Inside the transaction
    * the context carries, the row stays locked until it commits, so a concurrent second redemption
    * waits and sees whatever the first one issued. Another client presenting it (anyone can present
-   * a code as a public client, which has no secret) neither spends it nor has what it granted
-   * revoked.
+   * a code as a public client, which has no secret), or its client without the PKCE verifier its
+   * challenge asks for (RFC 7636 §4.6), neither spends it nor has what it granted revoked: without
+   * the verifier a code is nothing, and whoever saw it (it travels in a redirect) could otherwise
+   * block the sign-in it was for or end the session it started.
    */
-  async redeem(code: string, clientId: string): Promise<RedeemedCode> {
+  async redeem(code: string, clientId: string, verifier: string | undefined): Promise<RedeemedCode> {
     const codeHash = sha256(code);
-    const row = await this.codes.consume(codeHash, clientId);
+    const row = await this.codes.consume(codeHash, clientId, verifier ? s256Challenge(verifier) : null);
     if (!row) {
-      const owner = await this.codes.clientOf(codeHash);
-      if (owner === undefined) return { status: 'unknown' };
-      return owner === clientId ? { status: 'reused', familyId: refreshFamilyOfCode(codeHash) } : { status: 'foreign' };
+      const issued = await this.codes.findIssued(codeHash);
+      if (!issued) return { status: 'unknown' };
+      if (issued.clientId !== clientId) return { status: 'foreign' };
+      if (issued.codeChallenge && !(verifier && verifierMatchesChallenge(verifier, issued.codeChallenge))) {
+        return { status: 'unverified', missing: !verifier };
+      }
+      return { status: 'reused', familyId: refreshFamilyOfCode(codeHash) };
     }
     return {
       status: 'redeemed',

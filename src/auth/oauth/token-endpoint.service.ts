@@ -7,7 +7,7 @@ import { AccessTokens } from '../access-tokens';
 import { AuthorizationCodesService, RedeemedCode } from './authorization-codes.service';
 import { PresentedClient, presentedClient } from './client-credentials';
 import { ClientRecord, OAuthClientsService } from './oauth-clients.service';
-import { isWellFormedVerifier, verifierMatchesChallenge } from './pkce';
+import { isWellFormedVerifier } from './pkce';
 import { RefreshTokensService } from './refresh-tokens.service';
 import { parseScope } from './scopes';
 import { tokenError } from './token-errors';
@@ -39,12 +39,8 @@ function codeGrantProblem(
   if (grant.redirectUri !== redirectUri) {
     return tokenError('invalid_grant', 'redirect_uri differs from the one of the authorization request');
   }
-  if (grant.codeChallenge) {
-    if (!verifier) return tokenError('invalid_grant', 'code_verifier is required (PKCE)');
-    if (!verifierMatchesChallenge(verifier, grant.codeChallenge)) {
-      return tokenError('invalid_grant', 'code_verifier does not match the code_challenge');
-    }
-  } else if (verifier) {
+  // A code with a challenge is redeemed only with its verifier (AuthorizationCodesService.redeem).
+  if (!grant.codeChallenge && verifier) {
     return tokenError('invalid_grant', 'code_verifier given, but the authorization request had no code_challenge');
   }
   return null;
@@ -107,7 +103,7 @@ export class TokenEndpointService {
     // A failed check still commits the consumption (the code is spent either way), so checks
     // return their error instead of throwing inside the transaction.
     const outcome = await this.txHost.withTransaction(async (): Promise<CodeExchange> => {
-      const redeemed = await this.codes.redeem(code, client.clientId);
+      const redeemed = await this.codes.redeem(code, client.clientId, verifier);
       if (redeemed.status !== 'redeemed') return { redeemed };
       const { grant } = redeemed;
       const problem = codeGrantProblem(redeemed, redirectUri, verifier);
@@ -135,6 +131,12 @@ export class TokenEndpointService {
     }
     if (redeemed.status === 'foreign') {
       throw tokenError('invalid_grant', 'The authorization code was issued to another client');
+    }
+    if (redeemed.status === 'unverified') {
+      throw tokenError(
+        'invalid_grant',
+        redeemed.missing ? 'code_verifier is required (PKCE)' : 'code_verifier does not match the code_challenge',
+      );
     }
     throw tokenError('invalid_grant', 'Unknown authorization code');
   }
