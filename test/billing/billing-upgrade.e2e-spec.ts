@@ -1,24 +1,15 @@
-import { DataSource } from 'typeorm';
-import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
-import { MIGRATIONS } from '../../src/migrations';
 import { BillingEndAndAmountPrecision1795800000005 } from '../../src/migrations/1795800000005-BillingEndAndAmountPrecision';
 import { unique } from '../databases/support';
 import { dropMetadataDatabase } from '../support/test-app';
+import { installBefore, upgraded, upgradeSpecUrl } from '../support/upgrade';
 
 describe('an install from before the billing corrections (open periods of deleted instances, amounts under 10^8 USD)', () => {
   let url: string;
   afterAll(() => dropMetadataDatabase(url));
 
   it('closes the open periods of deleted instances when their delete was accepted (or their database due), and touches nothing else', async () => {
-    const base = new URL(process.env.DATABASE_URL!);
-    base.pathname = `${base.pathname}_billing_end_${unique()}`;
-    url = base.toString();
-    await ensureDatabaseExists(url);
-    const upTo = MIGRATIONS.indexOf(BillingEndAndAmountPrecision1795800000005);
-    expect(upTo).toBeGreaterThan(0);
-    const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, upTo) });
-    await previous.initialize();
-    await previous.runMigrations({ transaction: 'each' });
+    url = upgradeSpecUrl('billing_end');
+    const previous = await installBefore(url, BillingEndAndAmountPrecision1795800000005);
 
     const at = (iso: string) => new Date(`2026-03-10T${iso}Z`);
     const [{ id: workspaceId }] = await previous.query<{ id: string }[]>(
@@ -80,9 +71,7 @@ describe('an install from before the billing corrections (open periods of delete
     );
     await previous.destroy();
 
-    await migrateDatabase(url);
-    const db = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS });
-    await db.initialize();
+    const db = await upgraded(url);
     try {
       const rows = await db.query<{ id: string; ended_at: Date | null }[]>(
         'SELECT id, ended_at FROM compute_usage_periods',

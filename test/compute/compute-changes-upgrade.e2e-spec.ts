@@ -1,24 +1,15 @@
-import { DataSource } from 'typeorm';
-import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
-import { MIGRATIONS } from '../../src/migrations';
 import { ComputeChanges1795800000011 } from '../../src/migrations/1795800000011-ComputeChanges';
 import { unique } from '../databases/support';
 import { dropMetadataDatabase } from '../support/test-app';
+import { installBefore, revertBefore, upgraded, upgradeSpecUrl } from '../support/upgrade';
 
 describe('an install from before the compute changes limit', () => {
   let url: string;
   afterAll(() => dropMetadataDatabase(url));
 
   it('brings in its last day: the instances created and the changes of size applied within it count, older ones and first periods not', async () => {
-    const base = new URL(process.env.DATABASE_URL!);
-    base.pathname = `${base.pathname}_compute_changes_${unique()}`;
-    url = base.toString();
-    await ensureDatabaseExists(url);
-    const upTo = MIGRATIONS.indexOf(ComputeChanges1795800000011);
-    expect(upTo).toBeGreaterThan(0);
-    const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, upTo) });
-    await previous.initialize();
-    await previous.runMigrations({ transaction: 'each' });
+    url = upgradeSpecUrl('compute_changes');
+    const previous = await installBefore(url, ComputeChanges1795800000011);
 
     const [{ id: workspaceId }] = await previous.query<{ id: string }[]>(
       "INSERT INTO workspaces (name, slug) VALUES ('w', $1) RETURNING id",
@@ -62,9 +53,7 @@ describe('an install from before the compute changes limit', () => {
     await period(await instance(quiet, 72), quiet, 71, null);
     await previous.destroy();
 
-    await migrateDatabase(url);
-    const db = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS });
-    await db.initialize();
+    const db = await upgraded(url);
     try {
       const counts = async () =>
         Object.fromEntries(
@@ -77,7 +66,7 @@ describe('an install from before the compute changes limit', () => {
       // The resize 2 hours ago and the create 3 hours ago.
       expect(await counts()).toEqual({ [busy]: 2 });
 
-      for (let i = MIGRATIONS.length; i > upTo; i--) await db.undoLastMigration({ transaction: 'each' });
+      await revertBefore(db, ComputeChanges1795800000011);
       expect(await db.query("SELECT to_regclass('compute_changes') AS t")).toEqual([{ t: null }]);
     } finally {
       await db.destroy();

@@ -1,9 +1,7 @@
-import { DataSource } from 'typeorm';
-import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
-import { MIGRATIONS } from '../../src/migrations';
 import { UnbuiltByServer1795800000012 } from '../../src/migrations/1795800000012-UnbuiltByServer';
 import { unique } from '../databases/support';
 import { dropMetadataDatabase } from '../support/test-app';
+import { installBefore, upgraded, upgradeSpecUrl } from '../support/upgrade';
 
 const INDEX = 'IDX_databases_unbuilt_by_server';
 
@@ -12,16 +10,9 @@ describe('an install whose operator built an index beforehand and the build fail
   afterAll(() => dropMetadataDatabase(url));
 
   it('gets the index built by the migration: the INVALID index a failed CREATE INDEX CONCURRENTLY left is not kept', async () => {
-    const base = new URL(process.env.DATABASE_URL!);
-    base.pathname = `${base.pathname}_invalid_index_${unique()}`;
-    url = base.toString();
-    await ensureDatabaseExists(url);
-    const upTo = MIGRATIONS.indexOf(UnbuiltByServer1795800000012);
-    expect(upTo).toBeGreaterThan(0);
-    const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, upTo) });
-    await previous.initialize();
+    url = upgradeSpecUrl('invalid_index');
+    const previous = await installBefore(url, UnbuiltByServer1795800000012);
     try {
-      await previous.runMigrations({ transaction: 'each' });
       const [{ id: workspaceId }] = await previous.query<{ id: string }[]>(
         "INSERT INTO workspaces (name, slug) VALUES ('w', $1) RETURNING id",
         [`w-${unique()}`],
@@ -44,9 +35,7 @@ describe('an install whose operator built an index beforehand and the build fail
       await previous.destroy();
     }
 
-    await migrateDatabase(url);
-    const db = new DataSource(dataSourceOptions(url, 1));
-    await db.initialize();
+    const db = await upgraded(url);
     try {
       const [index] = await db.query<{ indisvalid: boolean; definition: string }[]>(
         `SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) AS definition

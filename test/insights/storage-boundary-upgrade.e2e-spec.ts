@@ -1,25 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
-import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
-import { MIGRATIONS } from '../../src/migrations';
 import { StorageMonthOfBoundarySamples1795800000008 } from '../../src/migrations/1795800000008-StorageMonthOfBoundarySamples';
-import { unique } from '../databases/support';
 import { dropMetadataDatabase } from '../support/test-app';
+import { installBefore, revertBefore, upgraded, upgradeSpecUrl } from '../support/upgrade';
 
 describe('an install that metered the sample at 00:00Z on the 1st to the new month', () => {
   let url: string;
   afterAll(() => dropMetadataDatabase(url));
 
   it('moves the storage of the boundary samples still kept to the month they close, leaves the rest, and reverts', async () => {
-    const base = new URL(process.env.DATABASE_URL!);
-    base.pathname = `${base.pathname}_boundary_${unique()}`;
-    url = base.toString();
-    await ensureDatabaseExists(url);
-    const upTo = MIGRATIONS.indexOf(StorageMonthOfBoundarySamples1795800000008);
-    expect(upTo).toBeGreaterThan(0);
-    const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, upTo) });
-    await previous.initialize();
-    await previous.runMigrations({ transaction: 'each' });
+    url = upgradeSpecUrl('boundary');
+    const previous = await installBefore(url, StorageMonthOfBoundarySamples1795800000008);
 
     const [workspace, claimant] = [randomUUID(), randomUUID()];
     const [spanning, onlyBoundary, pruned] = [randomUUID(), randomUUID(), randomUUID()];
@@ -53,9 +43,7 @@ describe('an install that metered the sample at 00:00Z on the 1st to the new mon
     await usage(pruned, '2026-08', workspace, 9000, 60);
     await previous.destroy();
 
-    await migrateDatabase(url);
-    const db = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS });
-    await db.initialize();
+    const db = await upgraded(url);
     const rows = async () =>
       Object.fromEntries(
         (
@@ -76,7 +64,7 @@ describe('an install that metered the sample at 00:00Z on the 1st to the new mon
 
       // Reverted (the later migrations first): each boundary sample's storage goes back to the month
       // that starts with it.
-      for (let i = MIGRATIONS.length; i > upTo; i--) await db.undoLastMigration({ transaction: 'each' });
+      await revertBefore(db, StorageMonthOfBoundarySamples1795800000008);
       expect(await rows()).toEqual({
         [`${spanning} 2026-10 ${workspace}`]: [6000, 60],
         [`${spanning} 2026-11 ${workspace}`]: [30000, 120],

@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
-import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
-import { MIGRATIONS } from '../../src/migrations';
 import { StorageUsageByWorkspace1795707811535 } from '../../src/migrations/1795707811535-StorageUsageByWorkspace';
-import { unique } from '../databases/support';
 import { dropMetadataDatabase } from '../support/test-app';
+import { installBefore, revertBefore, upgraded, upgradeSpecUrl } from '../support/upgrade';
 
 interface UsageRow {
   database_id: string;
@@ -19,15 +16,8 @@ describe('an install whose storage usage was kept per database and month only', 
   afterAll(() => dropMetadataDatabase(url));
 
   it('splits each month still wholly sampled by the workspace that held the database, leaves the rest, and reverts', async () => {
-    const base = new URL(process.env.DATABASE_URL!);
-    base.pathname = `${base.pathname}_storage_${unique()}`;
-    url = base.toString();
-    await ensureDatabaseExists(url);
-    const upTo = MIGRATIONS.indexOf(StorageUsageByWorkspace1795707811535);
-    expect(upTo).toBeGreaterThan(0);
-    const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, upTo) });
-    await previous.initialize();
-    await previous.runMigrations({ transaction: 'each' });
+    url = upgradeSpecUrl('storage');
+    const previous = await installBefore(url, StorageUsageByWorkspace1795707811535);
 
     const [holder, claimant, other] = [randomUUID(), randomUUID(), randomUUID()];
     const [claimed, pruned, untouched] = [randomUUID(), randomUUID(), randomUUID()];
@@ -57,9 +47,7 @@ describe('an install whose storage usage was kept per database and month only', 
     await usage(untouched, '2026-10', other, 600, 60);
     await previous.destroy();
 
-    await migrateDatabase(url);
-    const db = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS });
-    await db.initialize();
+    const db = await upgraded(url);
     try {
       const rows = () =>
         db.query<UsageRow[]>(
@@ -95,7 +83,7 @@ describe('an install whose storage usage was kept per database and month only', 
       );
 
       // Reverted (with the migrations after it): one row per database and month again, nothing lost.
-      for (let i = MIGRATIONS.length; i > upTo; i--) await db.undoLastMigration({ transaction: 'each' });
+      await revertBefore(db, StorageUsageByWorkspace1795707811535);
       const merged = await rows();
       expect(merged.filter((r) => r.database_id === claimed)).toEqual([
         expect.objectContaining({ ym: '2026-10', byte_seconds: '24001', observed_seconds: '180' }),

@@ -1,25 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
-import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
-import { MIGRATIONS } from '../../src/migrations';
 import { ImplicitSubscription1795800000003 } from '../../src/migrations/1795800000003-ImplicitSubscription';
 import { unique } from '../databases/support';
 import { dropMetadataDatabase } from '../support/test-app';
+import { installBefore, revertBefore, upgraded, upgradeSpecUrl } from '../support/upgrade';
 
 describe('an install whose subscriptions do not yet mark the FREE row given at creation', () => {
   let url: string;
   afterAll(() => dropMetadataDatabase(url));
 
   it('marks implicit only the untouched given rows (the only row, FREE, from creation, open, changed by nobody), those written to the millisecond too, and reverts', async () => {
-    const base = new URL(process.env.DATABASE_URL!);
-    base.pathname = `${base.pathname}_implicit_${unique()}`;
-    url = base.toString();
-    await ensureDatabaseExists(url);
-    const upTo = MIGRATIONS.indexOf(ImplicitSubscription1795800000003);
-    expect(upTo).toBeGreaterThan(0);
-    const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, upTo) });
-    await previous.initialize();
-    await previous.runMigrations({ transaction: 'each' });
+    url = upgradeSpecUrl('implicit');
+    const previous = await installBefore(url, ImplicitSubscription1795800000003);
 
     const created = '2026-01-01T00:00:00Z';
     const later = '2026-02-01T00:00:00Z';
@@ -74,9 +65,7 @@ describe('an install whose subscriptions do not yet mark the FREE row given at c
     const unread = await workspace('unread');
     await previous.destroy();
 
-    await migrateDatabase(url);
-    const db = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS });
-    await db.initialize();
+    const db = await upgraded(url);
     try {
       const marked = new Map(
         (await db.query<{ id: string; implicit: boolean }[]>('SELECT id, implicit FROM subscriptions')).map((r) => [
@@ -104,7 +93,7 @@ describe('an install whose subscriptions do not yet mark the FREE row given at c
       expect(inserted).toEqual({ implicit: false });
 
       // Reverted (with the migrations after it): the column goes, the rows stay as they were.
-      for (let i = MIGRATIONS.length; i > upTo; i--) await db.undoLastMigration({ transaction: 'each' });
+      await revertBefore(db, ImplicitSubscription1795800000003);
       const columns = await db.query<{ column_name: string }[]>(
         `SELECT column_name FROM information_schema.columns WHERE table_name = 'subscriptions' AND column_name = 'implicit'`,
       );
