@@ -1,21 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
 import { CREATABLE_REGIONS } from '../../src/config/regions';
-import { dataSourceOptions, ensureDatabaseExists, migrateDatabase } from '../../src/database/data-source-options';
+import { migrateDatabase } from '../../src/database/data-source-options';
 import { DataPlaneServerState } from '../../src/data-plane/data-plane-server.entity';
 import { DataPlaneServers } from '../../src/data-plane/data-plane-servers.service';
 import { DataPlane } from '../../src/data-plane/data-plane.service';
 import { DatabaseEntity } from '../../src/databases/database.entity';
 import { DatabasesService } from '../../src/databases/databases.service';
 import { Placement } from '../../src/databases/placement.service';
-import { MIGRATIONS } from '../../src/migrations';
+import { DataPlaneFleet1795448293373 } from '../../src/migrations/1795448293373-DataPlaneFleet';
 import { WorkspaceEntity } from '../../src/workspaces/workspace.entity';
 import { Auth, createWorkspace, databaseRow, queryAs, serverIdOf, unique, waitForStatus } from '../databases/support';
 import { runCli } from '../identity/identity-support';
 import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { withSlowRows } from '../support/slow-rows';
 import { TcpRelay } from '../support/tcp-relay';
+import { installBefore, upgradeSpecUrl } from '../support/upgrade';
 import {
   createDeveloperWithToken,
   createIsolatedMetadataDatabase,
@@ -551,14 +551,9 @@ describe('an install from before the fleet', () => {
   afterAll(() => dropMetadataDatabase(url));
 
   it('comes up with its regions’ servers registered from the environment and every database attached', async () => {
-    const base = new URL(process.env.DATABASE_URL!);
-    base.pathname = `${base.pathname}_upgrade_${unique()}`;
-    url = base.toString();
-    // The metadata database as the previous release left it, with databases in it.
-    await ensureDatabaseExists(url);
-    const previous = new DataSource({ ...dataSourceOptions(url, 1), migrations: MIGRATIONS.slice(0, -1) });
-    await previous.initialize();
-    await previous.runMigrations({ transaction: 'each' });
+    url = upgradeSpecUrl('upgrade');
+    // The metadata database as the release before the fleet left it, with databases in it.
+    const previous = await installBefore(url, DataPlaneFleet1795448293373);
     const workspaceId = randomUUID();
     await previous.query(`INSERT INTO workspaces (id, name, slug) VALUES ($1, 'Old', $2)`, [
       workspaceId,
