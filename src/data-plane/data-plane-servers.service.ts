@@ -209,9 +209,8 @@ export class DataPlaneServers implements OnModuleInit {
    * The server's state and capacity as the metadata database has them now (in the transaction the
    * context carries, if any), not the directory's copy: for decisions a stale copy would make wrong.
    */
-  async current(id: string): Promise<Pick<DataPlaneServerEntity, 'state' | 'maxDatabases'> | undefined> {
-    const row = await this.servers.findById(id);
-    return row ? { state: row.state, maxDatabases: row.maxDatabases } : undefined;
+  current(id: string): Promise<DataPlaneServerEntity | null> {
+    return this.servers.findById(id);
   }
 
   /**
