@@ -30,15 +30,22 @@ class UsageError extends Error {}
 
 /** The fleet's services, loaded when a server command runs (like every service here: usage errors stay quick). */
 async function fleet() {
-  const [{ DataPlaneServers }, { DataPlane }, { DatabasesService }, { Placement }, { DataPlaneServerState }] =
-    await Promise.all([
-      import('./data-plane/data-plane-servers.service.js'),
-      import('./data-plane/data-plane.service.js'),
-      import('./databases/databases.service.js'),
-      import('./databases/placement.service.js'),
-      import('./data-plane/data-plane-server.entity.js'),
-    ]);
-  return { DataPlaneServers, DataPlane, DatabasesService, Placement, DataPlaneServerState };
+  const [
+    { DataPlaneServers },
+    { DataPlane },
+    { DatabasesService },
+    { DatabaseLifecycle },
+    { Placement },
+    { DataPlaneServerState },
+  ] = await Promise.all([
+    import('./data-plane/data-plane-servers.service.js'),
+    import('./data-plane/data-plane.service.js'),
+    import('./databases/databases.service.js'),
+    import('./databases/database-lifecycle.service.js'),
+    import('./databases/placement.service.js'),
+    import('./data-plane/data-plane-server.entity.js'),
+  ]);
+  return { DataPlaneServers, DataPlane, DatabasesService, DatabaseLifecycle, Placement, DataPlaneServerState };
 }
 
 const MAX_TTL_SECONDS = 366 * 86400;
@@ -237,13 +244,19 @@ const COMMANDS: Record<string, Command> = {
   'server:drain': serverStateCommand('server:drain', 'Draining'),
   'server:activate': serverStateCommand('server:activate', 'Active'),
   'server:remove': {
-    usage: 'server:remove --id ID',
-    options: { id: { type: 'string' } },
+    usage: 'server:remove --id ID [--lost]',
+    options: { id: { type: 'string' }, lost: { type: 'boolean' } },
     prepare(options) {
       const id = requiredUuid(options, 'id');
       return async (app) => {
-        const { DataPlaneServers, Placement } = await fleet();
-        return app.get(DataPlaneServers).remove(id, () => app.get(Placement).livingOn(id));
+        const { DataPlaneServers, DataPlane, DatabaseLifecycle, Placement } = await fleet();
+        const servers = app.get(DataPlaneServers);
+        if (!options.lost) return servers.remove(id, () => app.get(Placement).livingOn(id));
+        return servers.removeLost(
+          id,
+          () => app.get(DataPlane).reachable(id),
+          () => app.get(DatabaseLifecycle).writeOffServer(id),
+        );
       };
     },
   },

@@ -47,6 +47,8 @@ export function hostWithPort(host: string): string {
   return /:\d+$/.test(host) ? host : `${host}:5432`;
 }
 
+const serverNotFound = (id: string) => new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+
 /**
  * A server whose admin URL this process cannot open: sealed with a key it does not have (a new
  * first key in CREDENTIAL_ENCRYPTION_KEYS given to some replicas before others), or damaged. To
@@ -274,7 +276,7 @@ export class DataPlaneServers implements OnModuleInit {
   /** Changes whether the server takes new databases. */
   async setState(id: string, state: DataPlaneServerState): Promise<DataPlaneServerView> {
     const row = await this.servers.findById(id);
-    if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+    if (!row) throw serverNotFound(id);
     if (row.state !== state) {
       await this.servers.update(id, { state });
       row.state = state;
@@ -296,7 +298,7 @@ export class DataPlaneServers implements OnModuleInit {
     change: { maxDatabases?: number; publicHost?: string; url?: string; systemIdentifier?: string },
   ): Promise<DataPlaneServerView> {
     const row = await this.servers.findById(id);
-    if (!row) throw new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+    if (!row) throw serverNotFound(id);
     if (change.systemIdentifier !== undefined) {
       if (row.systemIdentifier !== null && row.systemIdentifier !== change.systemIdentifier) {
         throw new ApiException(ErrorCode.BadRequest, 'The new URL reaches another PostgreSQL cluster than this server');
@@ -316,25 +318,79 @@ export class DataPlaneServers implements OnModuleInit {
 
   /**
    * Removes a server, refused for its creatable region's last one and while `inUse` counts anything
-   * living on it; `inUse` runs in this transaction, which the context carries. The region's
-   * placement turn (placementTurnKey) is taken first, then the server row is locked: a create or a
-   * refill that chose the server has committed its row by then (and is counted), and one that comes
-   * after reads the fleet without the server.
+   * living on it; `inUse` runs in the removal's transaction (see removeInTurn).
+   */
+  async remove(id: string, inUse: () => Promise<number>): Promise<DataPlaneServerView> {
+    const [removed] = await this.removeInTurn(id, async () => {
+      const living = await inUse();
+      if (living > 0) {
+        throw new ApiException(
+          ErrorCode.DbStatusFailure,
+          `Data-plane server ${id} still holds ${living} database(s); it can be removed once none live on it (drain it and delete them first, or, if it is lost for good, server:disable it and remove it with --lost)`,
+        );
+      }
+    });
+    return removed;
+  }
+
+  /**
+   * Removes a server lost for good, with what lived on it: only a DISABLED server (a step of its
+   * own, taken first), and only while nothing answers at its address (`reachable`, asked before the
+   * transaction: habit 14). `writeOff` runs in the removal's transaction, once the server row is
+   * locked and still DISABLED, and says what was lost.
+   */
+  async removeLost<T>(
+    id: string,
+    reachable: () => Promise<boolean>,
+    writeOff: () => Promise<T>,
+  ): Promise<DataPlaneServerView & { lost: T }> {
+    const assertDisabled = (row: DataPlaneServerEntity) => {
+      if (row.state !== DataPlaneServerState.Disabled) {
+        throw new ApiException(
+          ErrorCode.DbStatusFailure,
+          `Data-plane server ${id} is ${row.state}; only a DISABLED server can be removed as lost (server:disable it first)`,
+        );
+      }
+    };
+    const found = await this.servers.findById(id);
+    if (!found) throw serverNotFound(id);
+    assertDisabled(found);
+    if (await reachable()) {
+      throw new ApiException(
+        ErrorCode.DbStatusFailure,
+        `Data-plane server ${id} answers; it is not lost: delete its databases and remove it once they are finalized`,
+      );
+    }
+    const [removed, lost] = await this.removeInTurn(id, (row) => {
+      assertDisabled(row);
+      return writeOff();
+    });
+    return { ...removed, lost };
+  }
+
+  /**
+   * Removes the server once `check` (run in the removal's transaction, which the context carries,
+   * with the server row locked) has not refused; the server as it was, and what `check` answered. Refused for a creatable region's last server. The
+   * region's placement turn (placementTurnKey) is taken first, then the server row is locked: a
+   * create or a refill that chose the server has committed its row by then (and is seen by
+   * `check`), and one that comes after reads the fleet without the server.
    * A placement's read of the servers is a plain read, so the row lock alone would not order them:
    * the placement's insert would fail the foreign key once the removal committed. Rows that outlive
    * what lived there (finalized databases, kept for billing) are let go by their modules (onRemove)
    * in the same transaction, so the row can go; the foreign keys still refuse it if anything else
    * names it.
    */
-  async remove(id: string, inUse: () => Promise<number>): Promise<DataPlaneServerView> {
-    const notFound = () => new ApiException(ErrorCode.EntityNotFound, `No data-plane server ${id}`);
+  private async removeInTurn<T>(
+    id: string,
+    check: (row: DataPlaneServerEntity) => Promise<T>,
+  ): Promise<[DataPlaneServerView, T]> {
     const removed = await this.txHost.withTransaction(async () => {
       // A server's region never changes: read it to know which turn to take.
       const found = await this.servers.findById(id);
-      if (!found) throw notFound();
+      if (!found) throw serverNotFound(id);
       await this.servers.lockKey(placementTurnKey(found.region));
       const row = await this.servers.lock(id);
-      if (!row) throw notFound();
+      if (!row) throw serverNotFound(id);
       // A creatable region keeps a server: without one, the next process start would register the
       // environment's server there again (registerFromEnvironment), undoing the removal.
       if (CREATABLE_REGIONS.includes(found.region) && (await this.servers.countIn(found.region)) === 1) {
@@ -343,20 +399,14 @@ export class DataPlaneServers implements OnModuleInit {
           `Data-plane server ${id} is the last server of region ${found.region}; add its replacement first (server:add), then remove it`,
         );
       }
-      const living = await inUse();
-      if (living > 0) {
-        throw new ApiException(
-          ErrorCode.DbStatusFailure,
-          `Data-plane server ${id} still holds ${living} database(s); it can be removed once none live on it (drain it and delete them first)`,
-        );
-      }
+      const checked = await check(row);
       for (const release of this.releases.values()) await release(id);
       await this.servers.delete(id);
-      return row;
+      return [row, checked] as const;
     });
     this.cached = undefined;
     this.forget(id, 'removed');
-    return viewOf(removed);
+    return [viewOf(removed[0]), removed[1]];
   }
 
   /**

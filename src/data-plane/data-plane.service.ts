@@ -1,6 +1,6 @@
 import { withinMs } from '../common/within-ms';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryResult } from 'pg';
+import { Client, DatabaseError, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryResult } from 'pg';
 import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
@@ -372,6 +372,26 @@ export class DataPlane implements OnApplicationShutdown {
     } catch (err) {
       this.answers.unanswered(serverId, messageOf(err), askedAt);
       return false;
+    } finally {
+      await db.end().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Whether anything answers at the server's address: a session, or an error of PostgreSQL's own (a
+   * refused login, a server starting up or out of connection slots), as against a refused or timed
+   * out connection or an unknown host. For `server:remove --lost`, which must not write off a server
+   * that is only misconfigured or busy. Throws when this process cannot open its admin URL.
+   */
+  async reachable(serverId: string): Promise<boolean> {
+    const target = await this.servers.target(serverId);
+    const db = new Client({ ...this.connectionOptions(), connectionString: target.url });
+    db.on('error', () => undefined);
+    try {
+      await db.connect();
+      return true;
+    } catch (err) {
+      return err instanceof DatabaseError;
     } finally {
       await db.end().catch(() => undefined);
     }

@@ -10,6 +10,7 @@ import { type DatabasePlacement, provisionJobId } from './database-jobs';
 import { DatabasesRepository } from './databases.repository';
 import { DatabaseEntity, DatabaseStatus } from './database.entity';
 import { sweepUsableDatabases } from './usable-databases-sweep';
+import { PooledDatabasesRepository } from './pooled-databases.repository';
 import { WarmPool } from './warm-pool.service';
 import { messageOf } from '../common/errors/message-of';
 
@@ -28,6 +29,13 @@ const unbuilt = (r: DatabaseEntity | null): r is DatabaseEntity =>
   !r.finalized &&
   (!r.deleted || (!!r.deletionDueAt && r.deletionDueAt.getTime() > Date.now())) &&
   (r.status === DatabaseStatus.Requested || r.status === DatabaseStatus.Built);
+
+/** What a lost server took with it (DatabaseLifecycle.writeOffServer). */
+export interface LostDatabases {
+  databases: { id: string; name: string; workspaceId: string }[];
+  /** Warm-pool entries. */
+  pooled: number;
+}
 
 /** The server a database lives on (every row has one once boot has attached rows from before the fleet). */
 export function serverOf(row: Pick<DatabaseEntity, 'id' | 'serverId'>): string {
@@ -65,6 +73,7 @@ export class DatabaseLifecycle implements OnModuleInit {
     private readonly reconciler: Reconciler,
     private readonly finalizers: DatabaseFinalizers,
     private readonly pool: WarmPool,
+    private readonly pooled: PooledDatabasesRepository,
   ) {}
 
   onModuleInit(): void {
@@ -250,6 +259,29 @@ export class DatabaseLifecycle implements OnModuleInit {
     }
     if (done) this.logger.log({ databaseId }, 'database deletion finalized');
     return done ?? false;
+  }
+
+  /**
+   * Writes off what lived on a server lost for good (`server:remove --lost`), in the removal's
+   * transaction, which the context carries: every database on it not yet finalized is deleted as of
+   * now (one its customer deleted keeps that moment; its billing stops now at the latest) and
+   * finalized without a drop (there is nothing left to drop), other modules finishing as at a
+   * finalization (credentials dropped, compute ended); its warm-pool entries are deleted. What was
+   * lost, for the operator to tell those customers.
+   */
+  async writeOffServer(serverId: string): Promise<LostDatabases> {
+    this.txHost.required('writing off a lost server');
+    const now = new Date();
+    const rows = await this.databases.lockUnfinalizedOn(serverId);
+    for (const row of rows) await this.finalizers.runAll(row);
+    await this.databases.writeOff(
+      rows.map((r) => r.id),
+      now,
+    );
+    const pooled = await this.pooled.deleteAllOn(serverId);
+    const databases = rows.map(({ id, name, workspaceId }) => ({ id, name, workspaceId }));
+    this.logger.warn({ serverId, databases, pooled }, 'databases of a lost data-plane server written off');
+    return { databases, pooled };
   }
 
   /**

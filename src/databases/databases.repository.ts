@@ -403,6 +403,30 @@ export class DatabasesRepository {
     return count;
   }
 
+  /** Locks the server's databases not yet finalized for the rest of the context's transaction (refused outside one). */
+  async lockUnfinalizedOn(serverId: string): Promise<DatabaseEntity[]> {
+    const rows = await this.txHost
+      .required('locking a server’s databases')
+      .query<DatabaseRow[]>(
+        `SELECT ${DATABASE_COLUMNS} FROM databases WHERE server_id = $1 AND finalized IS NULL ORDER BY id FOR UPDATE`,
+        [serverId],
+      );
+    return rows.map(toDatabase);
+  }
+
+  /**
+   * Marks the rows deleted as of `at` (those queued for deletion keep when), due at `at` at the
+   * latest and finalized at `at`: written off, their server lost.
+   */
+  async writeOff(ids: string[], at: Date): Promise<void> {
+    await this.txHost.tx.query(
+      `UPDATE databases SET deleted = coalesce(deleted, $2), deletion_due_at = least(coalesce(deletion_due_at, $2), $2),
+              finalized = $2
+        WHERE id = ANY($1::uuid[])`,
+      [ids, at],
+    );
+  }
+
   /**
    * Lets the server's finalized databases (tombstones) go of it, in the transaction the context
    * carries (the server's removal): their rows stay as they are, without a server; how many.

@@ -71,6 +71,11 @@ export class PooledDatabasesRepository {
     await this.repo.delete({ id });
   }
 
+  /** Deletes every entry of the server; how many. */
+  async deleteAllOn(serverId: string): Promise<number> {
+    return (await this.repo.delete({ serverId })).affected ?? 0;
+  }
+
   /** Marks the entry ready, only while it is not (a second run never re-marks it). */
   async markReady(id: string): Promise<void> {
     await this.repo.update({ id, ready: false }, { ready: true, lastError: null });
