@@ -30,7 +30,7 @@ export class AccountLoginAttempts {
   /** Counts an attempt at the password of `email` (normalized); 429 once the account's budget is spent. */
   async take(email: string): Promise<void> {
     if (!this.limit) return;
-    const record = await this.storage.increment(this.keyOf(email), HOUR_MS, this.limit, HOUR_MS, THROTTLER);
+    const record = await this.storage.incrementAcross(this.keysOf(email), HOUR_MS, this.limit, HOUR_MS, THROTTLER);
     if (!record.isBlocked) return;
     const retryAfter = Math.max(1, record.timeToBlockExpire);
     throw new ApiException(
@@ -42,15 +42,17 @@ export class AccountLoginAttempts {
 
   /** The right password was given: the account's count starts again. */
   async clear(email: string): Promise<void> {
-    if (this.limit) await this.storage.reset(this.keyOf(email), THROTTLER);
+    if (this.limit) await this.storage.reset(this.keysOf(email), THROTTLER);
   }
 
   /**
-   * The e-mail is not kept in Redis, only a MAC of it under the service's key: a plain digest would
-   * tell anyone who reads Redis which of a list of addresses tried to sign in. A new first key in
-   * CREDENTIAL_ENCRYPTION_KEYS starts every account's count again.
+   * The e-mail is not kept in Redis, only MACs of it under the service's keys: a plain digest would
+   * tell anyone who reads Redis which of a list of addresses tried to sign in. An attempt is counted
+   * under the first key of CREDENTIAL_ENCRYPTION_KEYS, against a budget that also counts those under
+   * the others: a new first key does not start an account's count again, and a replica given it
+   * before the others counts theirs too (they, without it, count only their own meanwhile).
    */
-  private keyOf(email: string): string {
-    return this.secrets.mac(THROTTLER, email);
+  private keysOf(email: string): string[] {
+    return this.secrets.macs(THROTTLER, email);
   }
 }

@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { SecretBox } from '../../src/common/crypto/secret-box';
 import { AppConfig } from '../../src/config/app-config';
 import { expectRefusalPage } from '../support/html-page';
@@ -208,5 +208,51 @@ describe('password attempts per account, from any address (RATE_LIMIT_LOGIN_PER_
       for (let i = 0; i < LIMIT - 1; i++) expect((await attempt(human.email, `typo-${i}`)).status).toBe(401);
       expect((await attempt(human.email, human.password)).status).toBe(302);
     }
+  });
+});
+
+describe('password attempts per account across a key rotation (a new first CREDENTIAL_ENCRYPTION_KEYS key)', () => {
+  /** A replica with the keys of before the rotation, and one given the new key first. */
+  let before: TestApp;
+  let after: TestApp;
+  const { params } = authorizationRequest('nilecli', 'http://localhost:5000/callback');
+  let nextAddress = 1;
+  const attempt = (t: TestApp, email: string, password: string) =>
+    submitLogin(t.http, params, email, password).set('X-Forwarded-For', `203.0.113.${nextAddress++}`);
+
+  beforeAll(async () => {
+    const shared = {
+      ...GENEROUS_LIMIT,
+      RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR: String(LIMIT),
+      QUEUE_PREFIX: `rotated-limit-${Date.now()}`,
+    };
+    before = await createTestApp(shared);
+    const old = before.app
+      .get(AppConfig)
+      .secrets.credentialKeys.map(({ id, key }) => `${id}:${key.toString('base64')}`)
+      .join(',');
+    after = await createTestApp({
+      ...shared,
+      CREDENTIAL_ENCRYPTION_KEYS: `rotated:${randomBytes(32).toString('base64')},${old}`,
+    });
+  });
+  afterAll(async () => {
+    await before.close();
+    await after.close();
+  });
+
+  it('counts the attempts made under the old key against the same budget: a rotation does not start the count again', async () => {
+    const human = await createHuman(before.app, 'rotation');
+    for (let i = 0; i < LIMIT - 1; i++) expect((await attempt(before, human.email, `wrong-${i}`)).status).toBe(401);
+    expect((await attempt(after, human.email, 'wrong-again')).status).toBe(401);
+    expectAccountThrottledPage(await attempt(after, human.email, human.password));
+  });
+
+  it('starts the count again after a right password on either replica, under every key', async () => {
+    const human = await createHuman(before.app, 'rotation-typo');
+    for (let i = 0; i < LIMIT - 1; i++) expect((await attempt(before, human.email, `typo-${i}`)).status).toBe(401);
+    expect((await attempt(after, human.email, human.password)).status).toBe(302);
+    for (let i = 0; i < LIMIT - 1; i++) expect((await attempt(before, human.email, `typo-${i}`)).status).toBe(401);
+    expect((await attempt(before, human.email, human.password)).status).toBe(302);
   });
 });

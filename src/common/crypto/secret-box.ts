@@ -59,6 +59,11 @@ export class SecretBox {
     return this.hmac(this.keys[0].key, purpose, value);
   }
 
+  /** MACs of `value` for `purpose` under every configured key, the first key's first. */
+  macs(purpose: string, value: string): string[] {
+    return this.keys.map(({ key }) => this.hmac(key, purpose, value));
+  }
+
   /** Whether `mac` is a MAC of `value` for `purpose` under any configured key. */
   verifyMac(purpose: string, value: string, mac: string): boolean {
     const given = Buffer.from(mac, 'base64url');

@@ -7,14 +7,23 @@ import { closeRedis, openRedis } from '../redis/redis-connection';
 import { AppConfig } from '../../config/app-config';
 
 /**
- * One hit in a fixed window: the counter and its remaining lifetime (ms). The window starts with
- * the first hit (PEXPIRE only when the key is new), so it is atomic across every API process.
+ * One hit in a fixed window, counted under KEYS[1]: the count and its remaining lifetime (ms). The
+ * window starts with the first hit (PEXPIRE only when the key is new), so it is atomic across every
+ * API process. The counts under any further keys (the same count under a key used before; see
+ * AccountLoginAttempts) are added, unchanged, the lifetime being the longest of those counting.
  */
 const HIT = `
 local hits = redis.call('INCR', KEYS[1])
 if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+for i = 2, #KEYS do
+  local earlier = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if earlier > 0 then
+    hits = hits + earlier
+    ttl = math.max(ttl, redis.call('PTTL', KEYS[i]))
+  end
+end
 return {hits, ttl}`;
 
 /**
@@ -41,8 +50,22 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
     });
   }
 
-  async increment(
+  increment(
     key: string,
+    ttl: number,
+    limit: number,
+    blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord> {
+    return this.incrementAcross([key], ttl, limit, blockDuration, throttlerName);
+  }
+
+  /**
+   * A hit counted under `keys[0]`, against a budget that also counts the hits under the other keys
+   * (the same count under earlier names for it). In memory, during an outage, only `keys[0]`'s.
+   */
+  async incrementAcross(
+    [key, ...earlier]: string[],
     ttl: number,
     limit: number,
     blockDuration: number,
@@ -51,8 +74,9 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
     try {
       const [hits, remainingMs] = (await this.redis.eval(
         HIT,
-        1,
+        1 + earlier.length,
         this.redisKey(key, throttlerName),
+        ...earlier.map((k) => this.redisKey(k, throttlerName)),
         String(Math.max(ttl, blockDuration)),
       )) as [number, number];
       const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
@@ -65,12 +89,12 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
   }
 
   /**
-   * Forgets the hits counted under `key` (a right password clears its account's count). During a
+   * Forgets the hits counted under `keys` (a right password clears its account's count). During a
    * Redis outage the count kept in this process's memory is left to run out.
    */
-  async reset(key: string, throttlerName: string): Promise<void> {
+  async reset(keys: string[], throttlerName: string): Promise<void> {
     try {
-      await this.redis.del(this.redisKey(key, throttlerName));
+      await this.redis.del(...keys.map((key) => this.redisKey(key, throttlerName)));
     } catch (err) {
       this.logger.warn({ err: messageOf(err) }, 'rate limit not reset: Redis did not answer');
     }
