@@ -422,6 +422,17 @@ export class EnvironmentVariables {
   @Max(3600)
   RECONCILE_INTERVAL_SECONDS = 30;
 
+  /**
+   * Seconds from the start of a process that runs the queue processors to its first reconcile pass
+   * (then one every RECONCILE_INTERVAL_SECONDS): work lost in a crash is taken up when the process
+   * is back, not an interval later.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3600)
+  RECONCILE_FIRST_PASS_SECONDS = 5;
+
   @Transform(toInt)
   @IsInt()
   @Min(1)

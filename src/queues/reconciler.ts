@@ -15,6 +15,7 @@ export class Reconciler implements OnApplicationShutdown {
   private readonly logger = new Logger(Reconciler.name);
   private readonly tasks = new Map<string, ReconcileTask>();
   private timer?: NodeJS.Timeout;
+  private firstPass?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
   private readonly figures: ReconcilerStats = { passes: 0, taskRuns: new Map(), enqueued: new Map() };
@@ -25,14 +26,19 @@ export class Reconciler implements OnApplicationShutdown {
     this.tasks.set(name, task);
   }
 
+  /** The first pass RECONCILE_FIRST_PASS_SECONDS from now, then one every RECONCILE_INTERVAL_SECONDS. */
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.runOnce(), this.config.env.RECONCILE_INTERVAL_SECONDS * 1000);
+    const { RECONCILE_FIRST_PASS_SECONDS, RECONCILE_INTERVAL_SECONDS } = this.config.env;
+    this.firstPass = setTimeout(() => void this.runOnce(), RECONCILE_FIRST_PASS_SECONDS * 1000);
+    this.firstPass.unref();
+    this.timer = setInterval(() => void this.runOnce(), RECONCILE_INTERVAL_SECONDS * 1000);
     this.timer.unref();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.firstPass);
     clearInterval(this.timer);
     await this.running;
   }

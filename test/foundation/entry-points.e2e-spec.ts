@@ -52,7 +52,13 @@ describe('entry points (built app)', () => {
     let ready: Promise<number> | undefined;
     const result = await run(
       'worker.js',
-      { QUEUE_PREFIX: `worker-smoke-${Date.now()}`, DATABASE_POOL_TARGET: '0', WORKER_PORT: String(port) },
+      {
+        QUEUE_PREFIX: `worker-smoke-${Date.now()}`,
+        DATABASE_POOL_TARGET: '0',
+        WORKER_PORT: String(port),
+        // Stopped once it answers: no pass of its own on the run's shared metadata database.
+        RECONCILE_FIRST_PASS_SECONDS: '3600',
+      },
       (text, stop) => {
         if (!stopped && text.includes('worker started')) {
           stopped = true;

@@ -11,6 +11,7 @@ async function bootWorker(env: Record<string, string> = {}) {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     QUEUE_PREFIX: `test-worker-${randomBytes(4).toString('hex')}`,
     RECONCILE_INTERVAL_SECONDS: '3600',
+    RECONCILE_FIRST_PASS_SECONDS: '3600',
     DATABASE_POOL_TARGET: '0',
     WORKER_PORT: '0',
     ...env,

@@ -49,6 +49,7 @@ describe('the telemetry schedule is kept where the queue processors run', () => 
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
       QUEUE_PREFIX: `test-schedule-${randomBytes(4).toString('hex')}`,
       RECONCILE_INTERVAL_SECONDS: '3600',
+      RECONCILE_FIRST_PASS_SECONDS: '3600',
       DATABASE_POOL_TARGET: '0',
       WORKER_PORT: '0',
       WORKERS: 'off',

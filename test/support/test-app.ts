@@ -31,7 +31,9 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const overrides: Record<string, string> = {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     QUEUE_PREFIX: `test-${process.env.TEST_RUN_ID ?? 'x'}-${randomBytes(4).toString('hex')}`,
+    // No pass runs on its own in a spec's app (a spec runs one with `reconcile` when it needs one).
     RECONCILE_INTERVAL_SECONDS: '3600',
+    RECONCILE_FIRST_PASS_SECONDS: '3600',
     // Background jobs and requests share an app's pool; two spec files run at once in CI.
     DATABASE_POOL_SIZE: '8',
     JOB_BACKOFF_MS: '200',
