@@ -49,6 +49,8 @@ describe('graceful shutdown of the API (built app)', () => {
         LOG_LEVEL: 'info',
         DATABASE_POOL_TARGET: '0',
         QUEUE_PREFIX: `shutdown-${port}`,
+        // No reconcile pass of its own on the run's shared metadata database.
+        RECONCILE_FIRST_PASS_SECONDS: '3600',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
