@@ -192,7 +192,8 @@ export class CredentialsService implements OnModuleInit {
         dataPlaneUnavailable(
           ErrorCode.CredentialPropagationFailure,
           err,
-          'The credential could not be removed yet (it will be removed shortly)',
+          'The credential could not be removed yet',
+          'its expiry is recorded and it will be removed once the server answers',
         ) ??
         new ApiException(
           ErrorCode.CredentialPropagationFailure,

@@ -119,6 +119,9 @@ describe('deleting a credential', () => {
     expect(outage.status).toBe(503);
     expect(outage.headers['retry-after']).toBe('5');
     expect(outage.body).toMatchObject({ errorCode: 'credential_propagation_failure', statusCode: 503 });
+    // It says what was done: the expiry is recorded, the role goes once the server answers.
+    expect(outage.body.message).toMatch(/AWS_US_WEST_2 is not answering; its expiry is recorded/);
+    expect(outage.body.message).not.toMatch(/nothing was changed/);
     expect(refusal.status).toBe(502);
     expect(refusal.body).toMatchObject({ errorCode: 'credential_propagation_failure', statusCode: 502 });
     for (const id of [unanswered.id, refused.id]) {
