@@ -2,7 +2,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullAdapter } from '@bull-board/api/bullAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import type { Request } from 'express';
+import { json, type Request } from 'express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import basicAuth from 'express-basic-auth';
 import helmet from 'helmet';
@@ -11,6 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import { Logger } from 'nestjs-pino';
 import { REQUIRED_SCOPE_EXTENSION } from './auth/required-scope';
 import { isFormRoute } from './common/http/form-routes';
+import { refusingAtTheRoute } from './common/http/unread-body';
 import { answerClientErrors } from './common/http/client-errors';
 import { AppConfig } from './config/app-config';
 import { parseTrustProxy } from './config/trust-proxy';
@@ -92,12 +93,19 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
   answerClientErrors(app.getHttpServer());
   // A GET's (or HEAD's) body has no meaning (RFC 9110) and no route reads one: it is not parsed, so
   // a malformed one is not refused either; nor is one sent to a form route (isFormRoute), whose
-  // route answers it.
-  app.useBodyParser('json', {
-    limit: config.env.BODY_LIMIT_BYTES,
-    type: (req: IncomingMessage) =>
-      req.method !== 'GET' && req.method !== 'HEAD' && !isFormRoute(req) && !!(req as Request).is('application/json'),
-  });
+  // route answers it. One it cannot read is refused by the route, if the route takes a body.
+  app.use(
+    refusingAtTheRoute(
+      json({
+        limit: config.env.BODY_LIMIT_BYTES,
+        type: (req: IncomingMessage) =>
+          req.method !== 'GET' &&
+          req.method !== 'HEAD' &&
+          !isFormRoute(req) &&
+          !!(req as Request).is('application/json'),
+      }),
+    ),
+  );
   // Forms are read only on the routes that take them (FormBody); JsonBodyOfAnyType reads the rest.
 
   SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app), {

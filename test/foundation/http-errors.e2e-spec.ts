@@ -190,6 +190,50 @@ describe('error bodies of the HTTP layer', () => {
       .expect(200);
   });
 
+  it('refuses a body it cannot read (malformed JSON, a charset it does not read) only on a route that takes one: a route without one ignores it, and the route answers first', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    const { slug } = await createWorkspace(t, auth);
+    const database = await createReadyDatabase(t, auth, slug);
+    const credentials = `/workspaces/${slug}/databases/${database.name}/credentials`;
+    const unreadable: Array<[string, string]> = [
+      ['application/json', '{'],
+      ['application/json', 'null'],
+      ['application/json; charset=latin1', '{}'],
+    ];
+    for (const [type, body] of unreadable) {
+      // Routes without a body: the credential create and delete do their work.
+      const created = await t.http.post(credentials).set(auth).type(type).send(body);
+      expect({ type, body, status: created.status }).toEqual({ type, body, status: 200 });
+      const deleted = await t.http
+        .delete(`${credentials}/${(created.body as { id: string }).id}`)
+        .set(auth)
+        .type(type)
+        .send(body);
+      expect({ type, body, status: deleted.status }).toEqual({ type, body, status: 204 });
+      // Without a token, authentication answers, whatever the body; an unknown route answers as one.
+      const anonymous = await t.http.post(`/workspaces/${slug}/databases`).type(type).send(body);
+      expect({ type, body, status: anonymous.status }).toEqual({ type, body, status: 401 });
+      const unknown = await t.http.post('/no/such/route').type(type).send(body);
+      expect({ type, body, status: unknown.status }).toEqual({ type, body, status: 404 });
+    }
+    // A route that takes a body still refuses them, and acts on nothing.
+    const malformed = await t.http.post(`/workspaces/${slug}/databases`).set(auth).type('application/json').send('{');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body).toEqual({ errorCode: 'bad_request', message: 'Malformed JSON body', statusCode: 400 });
+    const charset = await t.http
+      .post(`/workspaces/${slug}/databases`)
+      .set(auth)
+      .type('application/json; charset=latin1')
+      .send(JSON.stringify({ databaseName: `latin_${unique()}`, region: 'AWS_US_WEST_2' }));
+    expect(charset.status).toBe(415);
+    expect(charset.body).toEqual({
+      errorCode: 'bad_request',
+      message: 'unsupported charset "LATIN1"',
+      statusCode: 415,
+    });
+    expect((await t.http.get(`/workspaces/${slug}/databases`).set(auth).expect(200)).body).toHaveLength(1);
+  });
+
   it("answers what Node's HTTP parser refuses (a request line too long, a malformed request) with the error body", async () => {
     const server = t.app.getHttpServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

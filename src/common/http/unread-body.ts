@@ -1,20 +1,63 @@
 import { CanActivate, ExecutionContext, HttpStatus, Injectable } from '@nestjs/common';
-import type { Request } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { ApiException } from '../errors/api-exception';
 import { ErrorCode } from '../errors/error-code';
 import { isFormRoute } from './form-routes';
 
-/** What stands for a body no parser read (see MarkUnreadBody). */
-export class UnreadBody {
-  constructor(readonly contentType: string | undefined) {}
+/**
+ * What stands for a body a route that takes one must refuse (the validation pipe throws its
+ * refusal); a route that takes none ignores it. Before routing, such a body was refused at once:
+ * a route without a body then failed for one it ignores, and a caller without a token learnt what
+ * the body was worth before being told it had no access.
+ */
+export abstract class RefusedBody {
+  abstract refusal(): ApiException;
+}
 
-  /** The route's answer, when it takes a body (the validation pipe throws it). */
+/** A body no parser read (see MarkUnreadBody). */
+export class UnreadBody extends RefusedBody {
+  constructor(readonly contentType: string | undefined) {
+    super();
+  }
+
   refusal(): ApiException {
     const sent = this.contentType ? `as ${this.contentType}` : 'with no Content-Type';
     return new ApiException(ErrorCode.BadRequest, `The request body must be application/json; it was sent ${sent}`, {
       status: HttpStatus.UNSUPPORTED_MEDIA_TYPE,
     });
   }
+}
+
+/** A body the JSON parser could not read: malformed, or in a charset it does not read. */
+class UnparsableBody extends RefusedBody {
+  constructor(
+    private readonly status: HttpStatus,
+    private readonly message: string,
+  ) {
+    super();
+  }
+
+  refusal(): ApiException {
+    return new ApiException(ErrorCode.BadRequest, this.message, { status: this.status });
+  }
+}
+
+/**
+ * A JSON parser whose refusal of a body it cannot read (malformed JSON, a charset it does not read)
+ * waits for the route: the body becomes a RefusedBody. Its other refusals stay immediate: a body too
+ * large (reading it was the cost to bound) and one its Content-Encoding does not decode.
+ */
+export function refusingAtTheRoute(parse: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    void parse(req, res, (err?: unknown) => {
+      const { type, message } = (err ?? {}) as { type?: unknown; message?: string };
+      if (type === 'entity.parse.failed') req.body = new UnparsableBody(HttpStatus.BAD_REQUEST, 'Malformed JSON body');
+      else if (type === 'charset.unsupported' && message)
+        req.body = new UnparsableBody(HttpStatus.UNSUPPORTED_MEDIA_TYPE, message);
+      else return next(err);
+      next();
+    });
+  };
 }
 
 /**

@@ -3,7 +3,7 @@ import { ValidateIf, ValidationOptions } from 'class-validator';
 import { ApiException } from '../errors/api-exception';
 import { ErrorCode } from '../errors/error-code';
 import { jsonShapeProblem } from './json-shape';
-import { UnreadBody } from './unread-body';
+import { RefusedBody } from './unread-body';
 
 /**
  * A field the request may leave out; when it is there, its rules apply, to JSON null as to any
@@ -34,12 +34,12 @@ function flatten(errors: ValidationError[], parent = ''): string[] {
  */
 class EdgeValidationPipe extends ValidationPipe {
   /**
-   * A body no parser read (MarkUnreadBody) is refused with 415. Bodies and queries are measured
+   * A body no parser read (MarkUnreadBody: 415) or one the JSON parser could not (refusingAtTheRoute) is refused. Bodies and queries are measured
    * before anything recursive reads them: too deep a nesting or a prototype key is the caller's bad
    * request, whatever the route's parameter type.
    */
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (value instanceof UnreadBody && metadata.type === 'body') throw value.refusal();
+    if (value instanceof RefusedBody && metadata.type === 'body') throw value.refusal();
     if (metadata.type === 'body' || metadata.type === 'query') {
       const problem = jsonShapeProblem(value);
       if (problem) throw new ApiException(ErrorCode.BadRequest, problem);
