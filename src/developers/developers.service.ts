@@ -227,7 +227,8 @@ export class DevelopersService {
       );
     }
     if (input.kind === DeveloperKind.Human) {
-      const length = input.password?.length ?? 0;
+      // Characters (code points), not UTF-16 units: an emoji is one character, not two.
+      const length = input.password === undefined ? 0 : [...input.password].length;
       if (length < MIN_PASSWORD_LENGTH || length > MAX_PASSWORD_LENGTH) {
         throw new ApiException(
           ErrorCode.BadRequest,

@@ -67,6 +67,22 @@ describe('the join page behind the e-mailed link', () => {
     expect(row.state).toBe('VERIFIED');
   });
 
+  it('counts the chosen password in characters, not UTF-16 units: 4 emoji are too short, 1,000 are within the cap', async () => {
+    const email = uniqueEmail('emoji');
+    const { code, proof } = await invite(t, email);
+    const short = await t.http.post('/invites/join').type('form').send({ code, proof, password: '😀😀😀😀' });
+    expect(short.status).toBe(400);
+    expect(await t.dataSource.query('SELECT id FROM developers WHERE email = $1', [email])).toEqual([]);
+    await t.http
+      .post('/invites/join')
+      .type('form')
+      .send({ code, proof, password: '😀'.repeat(1000) })
+      .expect(200);
+    expect(await t.dataSource.query('SELECT kind FROM developers WHERE email = $1', [email])).toEqual([
+      { kind: 'HUMAN' },
+    ]);
+  });
+
   it('makes one account and one membership when the link is used twice at once', async () => {
     const email = uniqueEmail('double');
     const { ws, code, proof, inviteId } = await invite(t, email);
