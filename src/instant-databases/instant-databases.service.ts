@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { randomToken } from '../common/crypto/tokens';
 import { withinMs } from '../common/within-ms';
 import { ApiException } from '../common/errors/api-exception';
-import { OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
+import { isDependencyOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../common/errors/dependency-outage';
 import { ErrorCode } from '../common/errors/error-code';
 import { messageOf } from '../common/errors/message-of';
 import { AppConfig } from '../config/app-config';
@@ -24,6 +24,10 @@ import { ProvisionedDatabaseResponse } from './provisioned-database.response';
 const HOUR_MS = 3600 * 1000;
 /** How often a provision waiting for its build reads the database's row. */
 const BUILD_POLL_MS = 200;
+
+/** A refusal that is the service's own (503: a region full, an outage), not the caller's. */
+const isServiceFailure = (err: unknown) =>
+  (err instanceof ApiException && err.getStatus() === 503) || isDependencyOutage(err);
 
 function hashCode(code: string): string {
   return createHash('sha256').update(code).digest('hex');
@@ -76,16 +80,17 @@ export class InstantDatabasesService implements OnModuleInit {
       );
     } catch (err) {
       // No database was made (a region full, the metadata database failing): the code, never shown,
-      // stops holding a place under the cap on unclaimed codes at once; the attempt still counts
-      // against its address.
-      await this.claims
-        .expire(claim.id, new Date())
-        .catch((expireErr: unknown) =>
+      // stops holding a place under the cap on unclaimed codes at once. A failure of the service's
+      // (503: its retry is asked for) does not count against the address, as after a database was
+      // made (abandon); any other failure still does.
+      const now = new Date();
+      await (isServiceFailure(err) ? this.claims.markFailed(claim.id, now) : this.claims.expire(claim.id, now)).catch(
+        (expireErr: unknown) =>
           this.logger.error(
             { err: messageOf(expireErr) },
             'a failed instant database attempt keeps its place until its code expires',
           ),
-        );
+      );
       throw err;
     }
     let credential: CreateCredentialResponse;

@@ -162,3 +162,44 @@ describe('instant databases when the data plane is slow to build one', () => {
     expect(await physicalDatabaseExists(row.physical_name)).toBe(false);
   }, 90000);
 });
+
+describe('instant databases while the region has no room', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createIsolatedTestApp({ INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '2', DATABASE_POOL_TARGET: '0' });
+  }, 120000);
+  afterAll(() => t?.close());
+
+  it('answers 503 with Retry-After and leaves the address its allowance: the retry the 503 asks for, once there is room, gets its database', async () => {
+    const provision = () =>
+      t.http.post('/databases/provision').set('X-Forwarded-For', '198.51.100.7').send({ region: 'AWS_US_WEST_2' });
+    const servers = await t.dataSource.query<{ id: string; max_databases: number }[]>(
+      "SELECT id, max_databases FROM data_plane_servers WHERE region = 'AWS_US_WEST_2'",
+    );
+    await t.dataSource.query("UPDATE data_plane_servers SET max_databases = 0 WHERE region = 'AWS_US_WEST_2'");
+    for (let i = 0; i < 2; i++) {
+      const full = await provision();
+      expect(full.status).toBe(503);
+      expect(full.body).toMatchObject({ errorCode: 'db_creation_failure', statusCode: 503 });
+      expect(full.headers['retry-after']).toBe('5');
+    }
+    for (const { id, max_databases } of servers) {
+      await t.dataSource.query('UPDATE data_plane_servers SET max_databases = $2 WHERE id = $1', [id, max_databases]);
+    }
+    const retry = await provision();
+    expect({ status: retry.status, body: retry.status === 201 ? 'created' : retry.body }).toEqual({
+      status: 201,
+      body: 'created',
+    });
+    // The two refused attempts are recorded as the service's failures, claimable by no one.
+    expect(
+      await t.dataSource.query<{ failed: boolean; claimable: boolean }[]>(
+        `SELECT failed_at IS NOT NULL AS failed, (claimed_at IS NULL AND expires_at > now()) AS claimable
+           FROM database_claims WHERE database_id IS NULL`,
+      ),
+    ).toEqual([
+      { failed: true, claimable: false },
+      { failed: true, claimable: false },
+    ]);
+  }, 120000);
+});
