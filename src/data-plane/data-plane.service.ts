@@ -1,6 +1,6 @@
 import { withinMs } from '../common/within-ms';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Client, DatabaseError, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryResult } from 'pg';
+import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryResult } from 'pg';
 import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
@@ -378,10 +378,12 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
-   * Whether anything answers at the server's address: a session, or an error of PostgreSQL's own (a
-   * refused login, a server starting up or out of connection slots), as against a refused or timed
-   * out connection or an unknown host. For `server:remove --lost`, which must not write off a server
-   * that is only misconfigured or busy. Throws when this process cannot open its admin URL.
+   * Whether anything answers at the server's address: a session, an error of PostgreSQL's own (a
+   * refused login, a server starting up or out of connection slots) or any other answer (a TLS
+   * handshake that fails, an authentication method refused), as against a refused, reset or timed
+   * out connection, one closed before a word, or an unknown host. For `server:remove --lost`, which
+   * must not write off a server that is only misconfigured or busy. Throws when this process cannot
+   * open its admin URL.
    */
   async reachable(serverId: string): Promise<boolean> {
     const target = await this.servers.target(serverId);
@@ -391,7 +393,12 @@ export class DataPlane implements OnApplicationShutdown {
       await db.connect();
       return true;
     } catch (err) {
-      return err instanceof DatabaseError;
+      const { code, message } = err as { code?: unknown; message?: unknown };
+      const unanswered =
+        (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) ||
+        (typeof message === 'string' &&
+          /^Connection terminated( unexpectedly| due to connection timeout)$/.test(message));
+      return !unanswered;
     } finally {
       await db.end().catch(() => undefined);
     }

@@ -3,7 +3,7 @@ import type { DatabaseEntity } from './database.entity';
 
 /**
  * What other modules must finish when a deleted database is finalized (credentials mark their roles
- * dropped, compute finalizes its instances). Each runs inside the finalization's transaction, which
+ * dropped, compute finalizes its instances, instant databases expire an unclaimed code). Each runs inside the finalization's transaction, which
  * the context carries (MetadataTransactions: a finalizer's statements join it), after the physical
  * database and its roles are gone, and must be idempotent: a failure rolls the finalization back
  * and it is retried as a whole.

@@ -116,11 +116,12 @@ export class DatabaseLifecycle implements OnModuleInit {
         { job: true },
       );
     } catch (error) {
-      // The server could not even be reached for the lock: recorded like a failed build.
+      // The server could not even be reached for the lock: recorded like a failed build. Unless the
+      // row is owed no build any more (built by another run, or finalized: its server written off
+      // as lost, whose jobs would otherwise fail every attempt against a server no longer known).
       const row = await this.databases.readById(databaseId);
-      if (unbuilt(row)) {
-        await this.databases.recordAttemptFailure(row.id, messageOf(error), row.provisionAttempts + 1, row.status);
-      }
+      if (!unbuilt(row)) return;
+      await this.databases.recordAttemptFailure(row.id, messageOf(error), row.provisionAttempts + 1, row.status);
       this.logger.error(
         { errorCode: ErrorCode.DbCreationFailure, databaseId, serverId: where.serverId, err: messageOf(error) },
         'data-plane server unreachable; will retry',

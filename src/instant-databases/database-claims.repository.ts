@@ -64,10 +64,6 @@ export class DatabaseClaimsRepository {
   }
 
   /**
-   * Records that the claim's attempt failed after its database was made: its code expires now
-   * (never claimable, no longer live for the cap) and it stops counting against its address.
-   */
-  /**
    * Expires an unclaimed code at `now` without marking it failed: it stops holding a place under the
    * cap on unclaimed codes and still counts against its client address.
    */
@@ -75,6 +71,15 @@ export class DatabaseClaimsRepository {
     await this.repo.update({ id, claimedAt: IsNull() }, { expiresAt: now });
   }
 
+  /** Expires, as `expire` does, the unclaimed code of the database if it has not expired yet. */
+  async expireOfDatabase(databaseId: string, now: Date): Promise<void> {
+    await this.repo.update({ databaseId, claimedAt: IsNull(), expiresAt: MoreThan(now) }, { expiresAt: now });
+  }
+
+  /**
+   * Records that the claim's attempt failed: its code expires now (never claimable, no longer live
+   * for the cap) and it stops counting against its address.
+   */
   async markFailed(id: string, now: Date): Promise<void> {
     await this.repo.update({ id, claimedAt: IsNull() }, { failedAt: now, expiresAt: now });
   }

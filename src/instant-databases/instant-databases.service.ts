@@ -11,6 +11,7 @@ import { AppConfig } from '../config/app-config';
 import { CREATABLE_REGIONS, type Region } from '../config/regions';
 import type { CreateCredentialResponse } from '../credentials/credential.response';
 import { CredentialsService } from '../credentials/credentials.service';
+import { DatabaseFinalizers } from '../databases/database-finalizers';
 import { type DatabaseEntity, DatabaseStatus } from '../databases/database.entity';
 import type { DatabaseResponse } from '../databases/database.response';
 import { DatabasesService } from '../databases/databases.service';
@@ -51,10 +52,14 @@ export class InstantDatabasesService implements OnModuleInit {
     private readonly credentials: CredentialsService,
     private readonly workspaces: WorkspacesService,
     private readonly reconciler: Reconciler,
+    private readonly finalizers: DatabaseFinalizers,
   ) {}
 
   onModuleInit(): void {
     this.reconciler.register('instant-databases', () => this.dropExpired());
+    // A database finalized before its code expired (written off with a lost server): its code,
+    // which nothing can claim now, stops holding a place under INSTANT_DATABASES_MAX_UNCLAIMED.
+    this.finalizers.register('instant-databases', (database) => this.claims.expireOfDatabase(database.id, new Date()));
   }
 
   /** Whether the operator offers it (INSTANT_DATABASES) is the controller's guard's to check. */

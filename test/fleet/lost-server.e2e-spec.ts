@@ -5,6 +5,9 @@ import { secondDataPlaneUrl } from '../support/second-data-plane';
 import { TcpRelay } from '../support/tcp-relay';
 import { createDeveloperWithToken, createIsolatedTestApp, eventually, TestApp } from '../support/test-app';
 import { waitForInstance } from '../compute/support';
+import { SecretBox } from '../../src/common/crypto/secret-box';
+import { DataPlane } from '../../src/data-plane/data-plane.service';
+import { DatabaseLifecycle } from '../../src/databases/database-lifecycle.service';
 import { WarmPool } from '../../src/databases/warm-pool.service';
 
 const REGION = 'AWS_US_WEST_2';
@@ -186,4 +189,88 @@ describe('a server lost for good (server:remove --lost)', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No data-plane server/);
   });
+});
+
+describe('a server that answers, only not as it should (server:remove --lost)', () => {
+  let t: TestApp & { metadataUrl: string };
+  const cli = (args: string[]) => runCli(args, { DATABASE_URL: t.metadataUrl });
+  beforeAll(async () => {
+    t = await createIsolatedTestApp({ DATA_PLANE_CONNECT_TIMEOUT_MS: '1000' });
+  }, 60000);
+  afterAll(() => t?.close());
+
+  it('is not written off: a TLS handshake its URL asks for and it refuses is an answer', async () => {
+    const added = await cli(['server:add', '--region', REGION, '--url', SECOND_URL()]);
+    const id = (added.json as { id: string }).id;
+    expect((await cli(['server:disable', '--id', id])).code).toBe(0);
+    // Misconfigured: the URL now asks for TLS, which the server does not offer.
+    const url = new URL(SECOND_URL());
+    url.searchParams.set('sslmode', 'require');
+    await t.dataSource.query('UPDATE data_plane_servers SET admin_url_ciphertext = $2 WHERE id = $1', [
+      id,
+      t.app.get(SecretBox).seal(url.toString()),
+    ]);
+    expect(await t.app.get(DataPlane).reachable(id)).toBe(true);
+    const removed = await cli(['server:remove', '--id', id, '--lost']);
+    expect(removed.code).toBe(1);
+    expect(removed.stderr).toMatch(/answers; it is not lost/);
+    expect(await t.dataSource.query('SELECT id FROM data_plane_servers WHERE id = $1', [id])).toHaveLength(1);
+  }, 60000);
+});
+
+describe('what waited for a server when it was written off as lost', () => {
+  let t: TestApp & { metadataUrl: string };
+  let link: TcpRelay;
+  const built: string[] = [];
+  const cli = (args: string[]) => runCli(args, { DATABASE_URL: t.metadataUrl });
+  beforeAll(async () => {
+    link = await TcpRelay.inFrontOf(SECOND_URL());
+    t = await createIsolatedTestApp({
+      DATABASE_POOL_TARGET: '0',
+      DATA_PLANE_CONNECT_TIMEOUT_MS: '1000',
+      INSTANT_DATABASES_MAX_UNCLAIMED: '1',
+      INSTANT_DATABASES_PER_ADDRESS_PER_HOUR: '100',
+    });
+  }, 60000);
+  afterAll(async () => {
+    await t?.close();
+    await link?.down();
+    await dropFromSecondCluster(built);
+  });
+
+  it('an unclaimed instant database stops holding its place under INSTANT_DATABASES_MAX_UNCLAIMED, and a build job still queued is done, not failed at every attempt', async () => {
+    const { auth } = await createDeveloperWithToken(t.app);
+    const { slug } = await createWorkspace(t, auth);
+    const first = await serverIdOf(t, REGION);
+    const added = await cli(['server:add', '--region', REGION, '--url', link.through(SECOND_URL())]);
+    const lost = (added.json as { id: string }).id;
+    expect((await cli(['server:drain', '--id', first])).code).toBe(0);
+    const instant = await t.http.post('/databases/provision').send({ region: REGION });
+    expect(instant.status).toBe(201);
+    // A database not built yet, its build job's placement the server about to be lost.
+    const name = `queued_${unique()}`;
+    await t.http.post(`/workspaces/${slug}/databases`).set(auth).send({ databaseName: name, region: REGION });
+    const rows = await t.dataSource.query<{ id: string; physical_name: string; server_id: string; name: string }[]>(
+      'SELECT id, physical_name, server_id, name FROM databases WHERE server_id = $1',
+      [lost],
+    );
+    expect(rows).toHaveLength(2);
+    built.push(...rows.map((r) => r.physical_name));
+    const queued = rows.find((r) => r.name === name)!;
+
+    expect((await cli(['server:activate', '--id', first])).code).toBe(0);
+    expect((await cli(['server:disable', '--id', lost])).code).toBe(0);
+    await link.down();
+    const removed = await cli(['server:remove', '--id', lost, '--lost']);
+    expect(removed.code).toBe(0);
+
+    const next = await t.http.post('/databases/provision').send({ region: REGION });
+    expect({ status: next.status, body: next.status === 201 ? 'created' : (next.body as unknown) }).toEqual({
+      status: 201,
+      body: 'created',
+    });
+    await expect(
+      t.app.get(DatabaseLifecycle).provision(queued.id, { serverId: lost, physicalName: queued.physical_name }),
+    ).resolves.toBeUndefined();
+  }, 120000);
 });
