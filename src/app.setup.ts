@@ -11,7 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import { Logger } from 'nestjs-pino';
 import { REQUIRED_SCOPE_EXTENSION } from './auth/required-scope';
 import { isFormRoute } from './common/http/form-routes';
-import { refusingAtTheRoute } from './common/http/unread-body';
+import { refuseRefusedBody, refusingAtTheRoute } from './common/http/unread-body';
 import { answerClientErrors } from './common/http/client-errors';
 import { AppConfig } from './config/app-config';
 import { parseTrustProxy } from './config/trust-proxy';
@@ -125,6 +125,7 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
       '/admin/queues',
       operatorAttempts,
       basicAuth({ users: { operator: config.env.OPERATOR_PASSWORD }, challenge: true, realm: 'queues' }),
+      refuseRefusedBody,
       board.getRouter(),
     );
   }

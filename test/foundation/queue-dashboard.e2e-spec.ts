@@ -1,3 +1,4 @@
+import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { createTestApp, TestApp } from '../support/test-app';
 
 describe('queue dashboard (/admin/queues)', () => {
@@ -30,5 +31,21 @@ describe('queue dashboard (/admin/queues)', () => {
       'invite-email',
       'telemetry',
     ]);
+  });
+
+  it('refuses a body it cannot read with 400 before the dashboard acts on it (no job added), after the operator is asked for', async () => {
+    const password = 'operator-password-for-tests';
+    t = await createTestApp({ OPERATOR_PASSWORD: password, WORKERS: 'off' });
+    const queue = t.app.get(JobDispatcher).queue('telemetry');
+    const before = await queue.count();
+    const add = () =>
+      t!.http.post('/admin/queues/api/queues/telemetry/add').type('application/json').send('{"name": "x", ');
+    expect((await add()).status).toBe(401);
+    const res = await add().auth('operator', password);
+    expect({ status: res.status, body: res.body as unknown, added: (await queue.count()) - before }).toEqual({
+      status: 400,
+      body: { errorCode: 'bad_request', message: 'Malformed JSON body', statusCode: 400 },
+      added: 0,
+    });
   });
 });

@@ -61,6 +61,13 @@ export function refusingAtTheRoute(parse: RequestHandler): RequestHandler {
 }
 
 /**
+ * For an Express router outside Nest's routes that reads `req.body` as it finds it (the queue
+ * dashboard): a RefusedBody is refused in front of it, as the JSON parser refused it before.
+ */
+export const refuseRefusedBody: RequestHandler = (req, _res, next) =>
+  next(req.body instanceof RefusedBody ? req.body.refusal() : undefined);
+
+/**
  * Marks a body that no parser read: the JSON routes take application/json (the global JSON parser),
  * the `*∕*` routes any type (JsonBodyOfAnyType) and the form routes forms (FormBody, whose routes
  * answer any other body themselves, so they are left alone). Express 5 leaves `req.body` undefined
