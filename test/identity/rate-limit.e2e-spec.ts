@@ -248,11 +248,55 @@ describe('password attempts per account across a key rotation (a new first CREDE
     expectAccountThrottledPage(await attempt(after, human.email, human.password));
   });
 
+  it('says to retry when the total is within the budget again: when the counts under the old key run out, not an hour later', async () => {
+    const human = await createHuman(before.app, 'rotation-retry');
+    const config = after.app.get(AppConfig);
+    const [, underOld] = after.app.get(SecretBox).macs('login-account', human.email);
+    const redis = new Redis(config.env.REDIS_URL);
+    try {
+      await redis.set(`${config.env.QUEUE_PREFIX}:throttle:login-account:${underOld}`, String(LIMIT), 'PX', 60_000);
+    } finally {
+      redis.disconnect();
+    }
+    const refused = await attempt(after, human.email, 'wrong');
+    expectAccountThrottledPage(refused);
+    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60);
+  });
+
   it('starts the count again after a right password on either replica, under every key', async () => {
     const human = await createHuman(before.app, 'rotation-typo');
     for (let i = 0; i < LIMIT - 1; i++) expect((await attempt(before, human.email, `typo-${i}`)).status).toBe(401);
     expect((await attempt(after, human.email, human.password)).status).toBe(302);
     for (let i = 0; i < LIMIT - 1; i++) expect((await attempt(before, human.email, `typo-${i}`)).status).toBe(401);
     expect((await attempt(before, human.email, human.password)).status).toBe(302);
+  });
+});
+
+describe('password attempts per account with one key listed under two ids', () => {
+  let t: TestApp;
+  const { params } = authorizationRequest('nilecli', 'http://localhost:5000/callback');
+  let nextAddress = 1;
+  const attempt = (email: string, password: string) =>
+    submitLogin(t.http, params, email, password).set('X-Forwarded-For', `192.0.2.${nextAddress++}`);
+
+  beforeAll(async () => {
+    const base = await createTestApp();
+    const keys = base.app.get(AppConfig).secrets.credentialKeys;
+    await base.close();
+    const listed = keys.map(({ id, key }) => `${id}:${key.toString('base64')}`).join(',');
+    t = await createTestApp({
+      ...GENEROUS_LIMIT,
+      RATE_LIMIT_LOGIN_PER_ACCOUNT_PER_HOUR: String(LIMIT),
+      CREDENTIAL_ENCRYPTION_KEYS: `renamed:${keys[0].key.toString('base64')},${listed}`,
+    });
+  });
+  afterAll(() => t.close());
+
+  it('counts each attempt once', async () => {
+    const human = await createHuman(t.app, 'renamed-key');
+    const statuses: number[] = [];
+    for (let i = 0; i < LIMIT; i++) statuses.push((await attempt(human.email, `wrong-${i}`)).status);
+    expect(statuses).toEqual(Array(LIMIT).fill(401));
+    expectAccountThrottledPage(await attempt(human.email, human.password));
   });
 });

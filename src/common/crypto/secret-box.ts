@@ -59,9 +59,12 @@ export class SecretBox {
     return this.hmac(this.keys[0].key, purpose, value);
   }
 
-  /** MACs of `value` for `purpose` under every configured key, the first key's first. */
+  /**
+   * MACs of `value` for `purpose` under every configured key, the first key's first, each once (a
+   * key may be listed under two ids).
+   */
   macs(purpose: string, value: string): string[] {
-    return this.keys.map(({ key }) => this.hmac(key, purpose, value));
+    return [...new Set(this.keys.map(({ key }) => this.hmac(key, purpose, value)))];
   }
 
   /** Whether `mac` is a MAC of `value` for `purpose` under any configured key. */

@@ -10,21 +10,34 @@ import { AppConfig } from '../../config/app-config';
  * One hit in a fixed window, counted under KEYS[1]: the count and its remaining lifetime (ms). The
  * window starts with the first hit (PEXPIRE only when the key is new), so it is atomic across every
  * API process. The counts under any further keys (the same count under a key used before; see
- * AccountLoginAttempts) are added, unchanged, the lifetime being the longest of those counting.
+ * AccountLoginAttempts) are added, unchanged; over the limit (ARGV[2]), the lifetime is then the time
+ * until enough of those counts have run out for the total to be within it again.
  */
 const HIT = `
 local hits = redis.call('INCR', KEYS[1])
 if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+local counts = {{hits, ttl}}
+local total = hits
 for i = 2, #KEYS do
   local earlier = tonumber(redis.call('GET', KEYS[i]) or '0')
   if earlier > 0 then
-    hits = hits + earlier
-    ttl = math.max(ttl, redis.call('PTTL', KEYS[i]))
+    total = total + earlier
+    table.insert(counts, {earlier, redis.call('PTTL', KEYS[i])})
   end
 end
-return {hits, ttl}`;
+local limit = tonumber(ARGV[2])
+if total > limit and #counts > 1 then
+  table.sort(counts, function(a, b) return a[2] < b[2] end)
+  local left = total
+  for _, count in ipairs(counts) do
+    if left <= limit then break end
+    left = left - count[1]
+    ttl = count[2]
+  end
+end
+return {total, ttl}`;
 
 /**
  * The auth rate limits (login form, token endpoint, join page, each account's password attempts) counted in Redis, shared by every
@@ -78,6 +91,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage, OnApplicationShu
         this.redisKey(key, throttlerName),
         ...earlier.map((k) => this.redisKey(k, throttlerName)),
         String(Math.max(ttl, blockDuration)),
+        String(limit),
       )) as [number, number];
       const seconds = Math.max(1, Math.ceil(remainingMs / 1000));
       const isBlocked = hits > limit;
