@@ -193,7 +193,7 @@ export class CredentialsService implements OnModuleInit {
           ErrorCode.CredentialPropagationFailure,
           err,
           'The credential could not be removed yet',
-          'its expiry is recorded and it will be removed once the server answers',
+          'its expiry is recorded and it will be removed once the server can',
         ) ??
         new ApiException(
           ErrorCode.CredentialPropagationFailure,

@@ -9,21 +9,21 @@ import { DataPlaneError } from './data-plane.service';
  * the region whose server did not answer (or was too busy to do it: see
  * DataPlaneError.serverUnanswered), and Retry-After. So is the metadata database failing
  * before the data plane was reached (looking up the server). Null when `err` is neither (the caller
- * answers as it would for any other failure). `outcome`: what stands after a server that did not
- * answer, when it is not "nothing was changed".
+ * answers as it would for any other failure). `outcome`: what stands after the server did not answer
+ * or was too busy, when it is not that nothing was changed.
  */
 export function dataPlaneUnavailable(
   code: ErrorCode,
   err: unknown,
   what: string,
-  outcome = 'nothing was changed, retry later',
+  outcome?: string,
 ): ApiException | null {
   let message: string;
   if (err instanceof DataPlaneError) {
     if (!err.unavailable) return null;
     message = err.serverUnanswered
-      ? `${what}: a data-plane server of region ${err.region} is not answering; ${outcome}`
-      : `${what}: the data-plane server of region ${err.region} is busy (the database's sessions, or its locks, or this service's connections to it); retry later`;
+      ? `${what}: a data-plane server of region ${err.region} is not answering; ${outcome ?? 'nothing was changed, retry later'}`
+      : `${what}: the data-plane server of region ${err.region} is busy (the database's sessions, or its locks, or this service's connections to it); ${outcome ?? 'retry later'}`;
   } else if (isDependencyOutage(err)) {
     message = `${what}: a service it needs is unavailable; retry later`;
   } else {
