@@ -370,10 +370,11 @@ export class DataPlaneServers implements OnModuleInit {
 
   /**
    * Removes the server once `check` (run in the removal's transaction, which the context carries,
-   * with the server row locked) has not refused; the server as it was, and what `check` answered. Refused for a creatable region's last server. The
-   * region's placement turn (placementTurnKey) is taken first, then the server row is locked: a
-   * create or a refill that chose the server has committed its row by then (and is seen by
-   * `check`), and one that comes after reads the fleet without the server.
+   * with the server row locked) has not refused; the server as it was, and what `check` answered.
+   * Refused for a creatable region's last server. The region's placement turn (placementTurnKey)
+   * is taken first, then the server row is locked: a create or a refill that chose the server has
+   * committed its row by then (and is seen by `check`), and one that comes after reads the fleet
+   * without the server.
    * A placement's read of the servers is a plain read, so the row lock alone would not order them:
    * the placement's insert would fail the foreign key once the removal committed. Rows that outlive
    * what lived there (finalized databases, kept for billing) are let go by their modules (onRemove)

@@ -1,7 +1,7 @@
 import { withinMs } from '../common/within-ms';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryResult } from 'pg';
-import { NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
+import { isConnectionFailure, NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
 import { DataPlaneServers, type DataPlaneTarget, UnopenableServer } from './data-plane-servers.service';
@@ -393,12 +393,7 @@ export class DataPlane implements OnApplicationShutdown {
       await db.connect();
       return true;
     } catch (err) {
-      const { code, message } = err as { code?: unknown; message?: unknown };
-      const unanswered =
-        (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) ||
-        (typeof message === 'string' &&
-          /^Connection terminated( unexpectedly| due to connection timeout)$/.test(message));
-      return !unanswered;
+      return !isConnectionFailure(err);
     } finally {
       await db.end().catch(() => undefined);
     }

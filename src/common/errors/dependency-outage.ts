@@ -36,13 +36,30 @@ function isUnavailableSqlState(code: string, severity: unknown): boolean {
   );
 }
 
+/** pg's words for a connection cut or timed out before the server said anything (not an error it sent). */
+const CONNECTION_CUT = /^Connection terminated( unexpectedly| due to connection timeout)?$/;
+
 /** Messages of pg, pg-pool and ioredis for a connection that could not be had or was lost. */
 const UNAVAILABLE_MESSAGES = [
-  /^(Connection terminated( unexpectedly| due to connection timeout)?|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable)$/,
+  CONNECTION_CUT,
+  /^(timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable)$/,
   /^Connection is closed\.?$/,
   /^Reached the max retries per request limit/,
   /^Stream isn't writeable/,
 ];
+
+/**
+ * Whether a connection got no answer at all: a socket-level failure (NETWORK_ERROR_CODES) or one cut
+ * or timed out before the server said anything, as against an error the server sent (a refused
+ * login, a TLS handshake refused).
+ */
+export function isConnectionFailure(err: unknown): boolean {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  return (
+    (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) ||
+    (typeof message === 'string' && CONNECTION_CUT.test(message))
+  );
+}
 
 /**
  * Whether an error means a dependency (the metadata PostgreSQL, Redis) is unavailable rather

@@ -34,9 +34,10 @@ function flatten(errors: ValidationError[], parent = ''): string[] {
  */
 class EdgeValidationPipe extends ValidationPipe {
   /**
-   * A body no parser read (MarkUnreadBody: 415) or one the JSON parser could not (refusingAtTheRoute) is refused. Bodies and queries are measured
-   * before anything recursive reads them: too deep a nesting or a prototype key is the caller's bad
-   * request, whatever the route's parameter type.
+   * A body no parser read (MarkUnreadBody: 415) or one the JSON parser could not
+   * (refusingAtTheRoute) is refused. Bodies and queries are measured before anything recursive
+   * reads them: too deep a nesting or a prototype key is the caller's bad request, whatever the
+   * route's parameter type.
    */
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (value instanceof RefusedBody && metadata.type === 'body') throw value.refusal();
