@@ -86,7 +86,6 @@ describe('a server lost for good (server:remove --lost)', () => {
     await waitForInstance(t, auth, slug, kept.name, instance.instanceId, 'READY');
     const queued = await createReadyDatabase(t, auth, slug, `queued_${unique()}`);
     await t.http.delete(path(queued.name)).set(auth).expect(200);
-    await t.app.get(WarmPool).refill(lost);
     const rowsOn = (server: string) =>
       t.dataSource.query<{ id: string; name: string; physical_name: string; deleted: Date | null }[]>(
         'SELECT id, name, physical_name, deleted FROM databases WHERE server_id = $1 ORDER BY name',
@@ -94,10 +93,17 @@ describe('a server lost for good (server:remove --lost)', () => {
       );
     const onLost = await rowsOn(lost);
     expect(onLost.map((r) => r.id).sort()).toEqual([kept.id, queued.id].sort());
-    const pooled = await t.dataSource.query<{ physical_name: string }[]>(
-      'SELECT physical_name FROM pooled_databases WHERE server_id = $1',
-      [lost],
-    );
+    // A refill that finds another run holding the server's refill lock (the app's own refill job,
+    // queued by the creates above) returns at once and leaves the pool to that run: so refill until
+    // the entry is there and built.
+    const pooled = await eventually(async () => {
+      await t.app.get(WarmPool).refill(lost);
+      const rows = await t.dataSource.query<{ physical_name: string; ready: boolean }[]>(
+        'SELECT physical_name, ready FROM pooled_databases WHERE server_id = $1',
+        [lost],
+      );
+      return rows.every((r) => r.ready) && rows.length > 0 && rows;
+    });
     expect(pooled).toHaveLength(1);
     built.push(...onLost.map((r) => r.physical_name), ...pooled.map((p) => p.physical_name));
     // And one on the server that stays: untouched throughout.
