@@ -86,6 +86,12 @@ export class DatabasesService {
     } = {},
   ): Promise<DatabaseResponse> {
     const sharded = dto.sharded ?? false;
+    const withinPlan = options.withinPlan ?? true;
+    const countPlaced = () => this.databases.countPlaced(workspace.id);
+    // A workspace at its plan's limit hears so before the region's servers are asked whether they
+    // offer sharding (a 400 or a 503 would send it after the wrong fix). Without the plan's turn:
+    // the check in the transaction below is the one that counts.
+    if (sharded && withinPlan) await this.plans.assertRoomForDatabase(workspace.id, countPlaced);
     const eligible = sharded ? await this.serversOfferingSharding(dto) : undefined;
     await this.placement.askAhead(dto.region);
     const id = randomUUID();
@@ -94,14 +100,11 @@ export class DatabasesService {
     try {
       entity = await this.txHost.withTransaction(async () => {
         // The plan's turn, then the region's placement turn, in one round trip.
-        const withinPlan = options.withinPlan ?? true;
         await this.databases.lockKeys(
           ...(withinPlan ? [planLockKey(workspace)] : []),
           this.placement.regionLockKey(dto.region),
         );
-        if (withinPlan) {
-          await this.plans.assertRoomForDatabase(workspace.id, () => this.databases.countPlaced(workspace.id));
-        }
+        if (withinPlan) await this.plans.assertRoomForDatabase(workspace.id, countPlaced);
         const candidates = await this.placement.candidates(dto.region, eligible);
         let serverId: string | undefined;
         let pooled: string | null = null;

@@ -29,7 +29,7 @@ describe('plan limits', () => {
   const liveCount = (workspaceId: string) =>
     t.dataSource.getRepository(DatabaseEntity).countBy({ workspaceId, deleted: IsNull() });
 
-  it('refuses a FREE workspace’s fourth database with 403 threshold_exceeded naming the plan and the limit', async () => {
+  it('refuses a FREE workspace’s fourth database, regular or sharded, with 403 threshold_exceeded naming the plan and the limit', async () => {
     const ws = await createWorkspace(t, auth);
     for (let i = 0; i < 3; i++) expect((await create(ws.slug)).status).toBe(201);
     const refused = await create(ws.slug);
@@ -39,6 +39,13 @@ describe('plan limits', () => {
       message: 'The FREE plan allows 3 databases',
       statusCode: 403,
     });
+    // A sharded one too: the plan answers before the region is asked whether it offers sharding
+    // (none of the test servers does, which would otherwise be a 400).
+    const sharded = await t.http
+      .post(`/workspaces/${ws.slug}/databases`)
+      .set(auth)
+      .send({ databaseName: `pl_${unique()}`, region: 'AWS_US_WEST_2', sharded: true });
+    expect({ status: sharded.status, body: sharded.body }).toEqual({ status: 403, body: refused.body });
     expect(await liveCount(ws.id)).toBe(3);
   });
 
