@@ -13,6 +13,7 @@ import { REQUIRED_SCOPE_EXTENSION } from './auth/required-scope';
 import { isFormRoute } from './common/http/form-routes';
 import { refuseRefusedBody, refusingAtTheRoute } from './common/http/unread-body';
 import { answerClientErrors } from './common/http/client-errors';
+import { declareOutages } from './common/http/api-errors.decorator';
 import { AppConfig } from './config/app-config';
 import { parseTrustProxy } from './config/trust-proxy';
 import { installHttpMetrics, installMetricsEndpoint } from './observability/metrics-endpoint';
@@ -67,7 +68,9 @@ export function buildOpenApiDocument(app: NestExpressApplication): OpenAPIObject
     )
     .addSecurityRequirements('jwtBearerAuth')
     .build();
-  const document = SwaggerModule.createDocument(app, config, { operationIdFactory: (_controller, method) => method });
+  const document = declareOutages(
+    SwaggerModule.createDocument(app, config, { operationIdFactory: (_controller, method) => method }),
+  );
   document.info.version = `${API_VERSION}-${interfaceRevision(document)}`;
   return document;
 }

@@ -160,13 +160,15 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
       expect(problems).toEqual([]);
     });
 
-    it('lists the error responses of every operation, each with the error body', () => {
+    it('lists the error responses of every operation (a dependency outage’s 503 among them), each with the error body', () => {
       const problems: string[] = [];
       for (const [name, op] of operations(document)) {
         const errors = Object.entries(op.responses ?? {}).filter(([status]) => Number(status) >= 400);
         if (!errors.length && !NO_ERRORS.has(name)) problems.push(`${name}: no error response`);
         const authenticated = !(op.security && op.security.length === 0);
         if (authenticated && !errors.some(([status]) => status === '401')) problems.push(`${name}: no 401`);
+        // Every operation that can fail reads the metadata database at least: 503 while it is out.
+        if (!NO_ERRORS.has(name) && !op.responses?.['503']) problems.push(`${name}: no 503`);
         for (const [status, response] of errors) {
           const ref = response.content?.['application/json']?.schema?.$ref;
           if (!ref || !ERROR_SCHEMAS.includes(ref)) problems.push(`${name} ${status}: not the error body`);
@@ -174,6 +176,14 @@ describe.each(['built by the app under test', 'committed as openapi.json'])(
         }
       }
       expect(problems).toEqual([]);
+    });
+
+    it('tells when to retry a 503 of the API (Retry-After)', () => {
+      const missing = operations(document)
+        .filter(([name, op]) => !name.startsWith('GET /health') && op.responses?.['503'])
+        .filter(([, op]) => !(op.responses!['503'] as { headers?: Record<string, unknown> }).headers?.['Retry-After'])
+        .map(([name]) => name);
+      expect(missing).toEqual([]);
     });
   },
 );
