@@ -48,12 +48,15 @@ export class SubscriptionsRepository {
   /**
    * Inserts the FREE row every workspace holds from its creation (`workspaces.created`, read in the
    * same statement: billing knows a workspace by its id only), marked implicit: no client wrote it.
+   * `created` is the metadata database's clock, the subscriptions' times are the service's (`now`):
+   * the row starts at `now` where `created` is later, so it is current from the start wherever the
+   * database's clock runs ahead.
    */
-  async insertFreeFromCreation(workspaceId: string): Promise<void> {
+  async insertFreeFromCreation(workspaceId: string, now: Date): Promise<void> {
     await this.txHost.tx.query(
       `INSERT INTO subscriptions (workspace_id, level, valid_from, valid_to, changed_by, implicit)
-       SELECT id, $2, created, NULL, NULL, true FROM workspaces WHERE id = $1`,
-      [workspaceId, SubscriptionLevel.Free],
+       SELECT id, $2, LEAST(created, $3), NULL, NULL, true FROM workspaces WHERE id = $1`,
+      [workspaceId, SubscriptionLevel.Free, now],
     );
   }
 

@@ -231,7 +231,7 @@ export class SubscriptionsService {
     await this.txHost.withNewTransaction(async () => {
       await this.subscriptions.lockWorkspace(workspaceId);
       if (await this.subscriptions.existsFor(workspaceId)) return;
-      await this.subscriptions.insertFreeFromCreation(workspaceId);
+      await this.subscriptions.insertFreeFromCreation(workspaceId, new Date());
     });
   }
 

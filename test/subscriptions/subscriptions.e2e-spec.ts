@@ -76,6 +76,30 @@ describe('workspace subscription', () => {
       ]);
     });
 
+    it('holds FREE from its creation, or from now where the metadata database’s clock runs ahead of the service’s, and starts PRO after it', async () => {
+      const ws = await createWorkspace(t, auth);
+      // `created` comes from the database's clock, the subscriptions' times from the service's: a
+      // database clock a minute ahead, as the workspace would be stamped then.
+      await t.dataSource.query(`UPDATE workspaces SET created = now() + interval '1 minute' WHERE id = $1`, [ws.id]);
+      const before = Date.now();
+      const free = await current(ws.slug);
+      expect(free).toMatchObject({ workspace: ws.slug, level: 'FREE' });
+      expect(new Date(free.validFrom).getTime()).toBeGreaterThanOrEqual(before);
+      expect(new Date(free.validFrom).getTime()).toBeLessThanOrEqual(Date.now());
+      const pro = (await t.http.post(path(ws.slug)).set(auth).send({ level: 'PRO' }).expect(201))
+        .body as SubscriptionBody;
+      expect(await rows(ws.id)).toEqual([
+        expect.objectContaining({
+          id: free.subscriptionId,
+          level: 'FREE',
+          valid_from: new Date(free.validFrom),
+          valid_to: new Date(pro.validFrom),
+        }),
+        expect.objectContaining({ id: pro.subscriptionId, level: 'PRO', valid_to: null }),
+      ]);
+      expect(new Date(pro.validFrom).getTime()).toBeGreaterThanOrEqual(new Date(free.validFrom).getTime());
+    });
+
     it('POST {level: PRO} starts PRO now: the FREE row held since creation ends then, as a change effective now', async () => {
       const ws = await createWorkspace(t, auth);
       const before = Date.now();
