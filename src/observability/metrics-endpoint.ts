@@ -2,7 +2,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { AppConfig } from '../config/app-config';
 import { OperationsMetrics } from './operations-metrics';
-import { type NodeMiddleware, requireOperator } from './operator-auth';
+import { ErrorCode } from '../common/errors/error-code';
+import { type NodeMiddleware, requireOperator, writeError } from './operator-auth';
 import { routeTemplateOf } from './route-template';
 
 /** The status of a request whose client closed the connection before the answer was sent (nginx's). */
@@ -41,7 +42,13 @@ export function installMetricsEndpoint(app: NestExpressApplication, attempts: No
   if (!password) return;
   const metrics = app.get(OperationsMetrics);
   app.use('/metrics', attempts, requireOperator(password), (req: Request, res: Response, next: NextFunction) => {
-    if (req.path !== '/' || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
+    if (req.path !== '/') return next();
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      // As the worker's /metrics answers it.
+      return writeError(res, 405, ErrorCode.UnsupportedOperation, `${req.method} is not supported; use GET`, {
+        Allow: 'GET, HEAD',
+      });
+    }
     metrics.exposition().then(({ contentType, body }) => {
       res.setHeader('Content-Type', contentType);
       res.setHeader('Cache-Control', 'no-store');

@@ -199,7 +199,8 @@ export class OperationsMetrics implements OnModuleInit {
       help: 'Invite e-mails the whole service was asked to send over the last hour (deleted invites included), as INVITES_PER_HOUR counts them',
       registers: [this.registry],
       async collect() {
-        this.reset();
+        // Absent, not 0, when unknown: reset() leaves a gauge without labels at 0 (prom-client).
+        this.remove();
         const rows = await bounded(
           'invite e-mails of the last hour',
           dataSource.query<{ count: string }[]>(
@@ -261,7 +262,7 @@ export class OperationsMetrics implements OnModuleInit {
       help: 'When the last reconcile pass of this process ended (Unix time; absent before the first)',
       registers: [this.registry],
       collect() {
-        this.reset();
+        this.remove();
         const ended = reconciler.stats.lastPassEndedAt;
         if (ended) this.set(ended.getTime() / 1000);
       },

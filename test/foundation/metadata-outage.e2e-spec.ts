@@ -9,6 +9,8 @@ import { createClient } from '../identity/identity-support';
  * recovers by itself once the database is back. The spec takes down a database of its own (the
  * run's shared one serves other spec files meanwhile), and always lets connections in again.
  */
+const OPERATOR = 'operator-password-for-tests';
+
 describe('the metadata database refusing connections', () => {
   let t: TestApp;
   let databaseUrl: string;
@@ -31,7 +33,7 @@ describe('the metadata database refusing connections', () => {
 
   beforeAll(async () => {
     databaseUrl = await createOwnDatabase('outage');
-    t = await createTestApp({ DATABASE_URL: databaseUrl, DATABASE_POOL_TARGET: '0' });
+    t = await createTestApp({ DATABASE_URL: databaseUrl, DATABASE_POOL_TARGET: '0', OPERATOR_PASSWORD: OPERATOR });
     auth = (await createDeveloperWithToken(t.app)).auth;
     slug = (await t.http.post('/workspaces').set(auth).send({ name: 'Outage drill' }).expect(201)).body.slug;
     client = await createClient(t.app, { redirectUris: ['http://localhost:7777/callback'] });
@@ -90,6 +92,25 @@ describe('the metadata database refusing connections', () => {
     } finally {
       await allowConnections();
     }
+  });
+
+  it('still serves /metrics, leaving out what it cannot read (not showing it as 0)', async () => {
+    const series = (exposition: string, name: string) =>
+      exposition.split('\n').filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`));
+    const before = (await t.http.get('/metrics').auth('operator', OPERATOR).expect(200)).text;
+    expect(series(before, 'control_plane_invite_emails_last_hour')).toEqual([
+      'control_plane_invite_emails_last_hour 0',
+    ]);
+    await refuseConnections();
+    try {
+      const during = (await t.http.get('/metrics').auth('operator', OPERATOR).expect(200)).text;
+      expect(series(during, 'control_plane_invite_emails_last_hour')).toEqual([]);
+      expect(series(during, 'control_plane_databases')).toEqual([]);
+      expect(series(during, 'control_plane_invite_emails_per_hour_limit')).toHaveLength(1);
+    } finally {
+      await allowConnections();
+    }
+    await eventually(async () => (await t.http.get('/workspaces').set(auth)).status === 200, 30000, 250);
   });
 
   it('recovers by itself once the database lets connections in again', async () => {

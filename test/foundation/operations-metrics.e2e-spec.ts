@@ -111,6 +111,17 @@ describe('GET /metrics (Prometheus)', () => {
       expect(Number(waited?.split(' ')[1])).toBeGreaterThanOrEqual(0.3);
       await new Promise<void>((resolve) => server.close(() => resolve()));
     });
+
+    it('leaves the last reconcile pass out until one has ended (no pass has run in this app), instead of showing 0', async () => {
+      const exposition = (await t.http.get('/metrics').auth('operator', PASSWORD).expect(200)).text;
+      expect(exposition).toMatch(/^reconciler_passes_total 0$/m);
+      expect(samples(exposition, 'reconciler_last_pass_timestamp_seconds')).toEqual([]);
+      await reconcile(t.app);
+      const after = (await t.http.get('/metrics').auth('operator', PASSWORD).expect(200)).text;
+      expect(samples(after, 'reconciler_last_pass_timestamp_seconds')).toEqual([
+        expect.stringMatching(/^reconciler_last_pass_timestamp_seconds \d+/),
+      ]);
+    });
   });
 
   describe('with OPERATOR_PASSWORD', () => {
@@ -147,6 +158,22 @@ describe('GET /metrics (Prometheus)', () => {
       exposition = res.text;
     });
     afterAll(() => t.close());
+
+    it('answers a method other than GET or HEAD with 405 and Allow, as the worker does', async () => {
+      for (const method of ['post', 'delete', 'options'] as const) {
+        const res = await t.http[method]('/metrics').auth('operator', PASSWORD);
+        expect({ method, status: res.status, allow: res.headers.allow, body: res.body }).toEqual({
+          method,
+          status: 405,
+          allow: 'GET, HEAD',
+          body: {
+            errorCode: 'unsupported_operation',
+            message: `${method.toUpperCase()} is not supported; use GET`,
+            statusCode: 405,
+          },
+        });
+      }
+    });
 
     it('asks for the operator credentials with the error body', async () => {
       for (const attempt of [t.http.get('/metrics'), t.http.get('/metrics').auth('operator', 'wrong-password')]) {
