@@ -20,7 +20,11 @@ export class MetricsService {
   async computeUsage(workspace: WorkspaceEntity, start?: string, end?: string): Promise<WorkspaceComputeUsage[]> {
     const now = new Date();
     const to = end ? new Date(end) : now;
-    const from = start ? new Date(start) : new Date(to.getTime() - DEFAULT_METRICS_WINDOW_MS);
+    // The default window starts no earlier than 1970, the earliest start that can be asked for.
+    if (!start && to.getTime() <= 0) {
+      throw new ApiException(ErrorCode.BadRequest, 'end must be after 1970-01-01T00:00:00Z when start is not given');
+    }
+    const from = start ? new Date(start) : new Date(Math.max(0, to.getTime() - DEFAULT_METRICS_WINDOW_MS));
     if (from.getTime() >= to.getTime()) {
       throw new ApiException(ErrorCode.BadRequest, 'start must be before end');
     }

@@ -144,6 +144,24 @@ describe('compute metrics', () => {
     );
   });
 
+  it('starts the default window no earlier than 1970, the earliest start that can be asked for', async () => {
+    const ws = await createWorkspace(t, auth);
+    const early = await t.http.get(metricsPath(ws.slug)).query({ end: '1970-01-01T12:00:00Z' }).set(auth).expect(200);
+    expect(early.body[0]).toMatchObject({ start: '1970-01-01T00:00:00.000Z', end: '1970-01-01T12:00:00.000Z' });
+    expect(early.body[0].chartData.points.map((p: { x: number }) => p.x)).toEqual(
+      Array.from({ length: 12 }, (_, h) => h * H),
+    );
+    const atEpoch = await t.http.get(metricsPath(ws.slug)).query({ end: '1970-01-01T00:00:00Z' }).set(auth);
+    expect([atEpoch.status, atEpoch.body]).toEqual([
+      400,
+      {
+        errorCode: 'bad_request',
+        message: 'end must be after 1970-01-01T00:00:00Z when start is not given',
+        statusCode: 400,
+      },
+    ]);
+  });
+
   it('counts the instances of a database queued for deletion', async () => {
     const ws = await createWorkspace(t, auth);
     const db = await createReadyDatabase(t, auth, ws.slug);
