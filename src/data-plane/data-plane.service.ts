@@ -1,6 +1,6 @@
 import { withinMs } from '../common/within-ms';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryResult } from 'pg';
+import { Client, escapeIdentifier, escapeLiteral, Pool, PoolClient, type QueryConfig, type QueryResult } from 'pg';
 import { isConnectionFailure, NETWORK_ERROR_CODES } from '../common/errors/dependency-outage';
 import { AppConfig } from '../config/app-config';
 import type { Region } from '../config/regions';
@@ -32,6 +32,14 @@ const LOCK_NOT_AVAILABLE = '55P03';
 const DEPENDENT_OBJECTS_STILL_EXIST = '2BP01';
 /** Two sessions creating the same role or database at once: the loser may see a catalog unique violation. */
 const UNIQUE_VIOLATION = '23505';
+
+/**
+ * The query with a wait for its answer of its own (`query_timeout`, which pg's Client.query reads
+ * per query before the connection's; @types/pg does not declare it).
+ */
+function timed<I extends unknown[]>(query: QueryConfig<I>, ms: number): QueryConfig<I> {
+  return Object.assign(query, { query_timeout: ms });
+}
 
 /**
  * One row, `ok`: the database exists, belongs to the holder role (which its owner role is not a
@@ -458,7 +466,12 @@ export class DataPlane implements OnApplicationShutdown {
           const limit = Math.trunc(env.DATA_PLANE_DEFAULT_CONNECTION_LIMIT);
           const created = await this.ignoring(
             [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
-            db.query(`CREATE DATABASE ${d} OWNER ${db.escapeIdentifier(holder)} CONNECTION LIMIT ${limit}`),
+            db.query(
+              timed(
+                { text: `CREATE DATABASE ${d} OWNER ${db.escapeIdentifier(holder)} CONNECTION LIMIT ${limit}` },
+                this.ddlQueryTimeoutMs,
+              ),
+            ),
           );
           // The database exists from here: the session to it opens while the admin statements run.
           session = this.connectTo(t, physical);
@@ -538,8 +551,9 @@ export class DataPlane implements OnApplicationShutdown {
     const owner = ownerRoleName(physical);
     return this.on(serverId, (t) =>
       this.withAdmin(t, async (db) => {
-        await this.withDatabaseDdlTimeout(db, () =>
-          db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(assertPhysicalName(physical))} WITH (FORCE)`),
+        await this.withDatabaseDdlTimeout(
+          db,
+          `DROP DATABASE IF EXISTS ${db.escapeIdentifier(assertPhysicalName(physical))} WITH (FORCE)`,
         );
         const members = await db.query<{ rolname: string }>(
           `SELECT r.rolname FROM pg_auth_members m
@@ -609,9 +623,8 @@ export class DataPlane implements OnApplicationShutdown {
 
   /**
    * How long after its session was asked for (openSession) a createLoginRole waits at most: the
-   * longest one data-plane query waits (DATA_PLANE_CONNECT_TIMEOUT_MS plus the longer of
-   * DATA_PLANE_STATEMENT_TIMEOUT_MS and DATA_PLANE_DATABASE_DDL_TIMEOUT_MS, the connections'
-   * query_timeout). It bounds the whole call, the opening of the session included, which may run
+   * longest one of its data-plane queries waits (DATA_PLANE_STATEMENT_TIMEOUT_MS plus
+   * DATA_PLANE_CONNECT_TIMEOUT_MS, the connections' query_timeout). It bounds the whole call, the opening of the session included, which may run
    * several queries (the shared databases' hardening, once per server and process).
    */
   get createLoginRoleDeadlineMs(): number {
@@ -835,9 +848,13 @@ export class DataPlane implements OnApplicationShutdown {
     try {
       try {
         lock = await this.lockPool(target).connect();
+        // A try answers at once on a server that answers: one that does not is known as such within
+        // the connect timeout, not the statement timeout (every job on it would hold a slot that long).
         const { rows } = await lock.query<{ locked: boolean }>(
-          'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
-          [key],
+          timed(
+            { text: 'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', values: [key] },
+            this.config.env.DATA_PLANE_CONNECT_TIMEOUT_MS,
+          ),
         );
         this.answers.answered(target.id, askedAt);
         if (!rows[0]?.locked) return undefined;
@@ -851,7 +868,12 @@ export class DataPlane implements OnApplicationShutdown {
         return await work();
       } finally {
         try {
-          await lock.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
+          await lock.query(
+            timed(
+              { text: 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', values: [key] },
+              this.config.env.DATA_PLANE_CONNECT_TIMEOUT_MS,
+            ),
+          );
         } catch (err) {
           // A session that cannot say it let go is not reused: closing it releases the lock.
           broken = err instanceof Error ? err : new Error(String(err));
@@ -948,15 +970,21 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
-   * Runs CREATE/DROP DATABASE with DATA_PLANE_DATABASE_DDL_TIMEOUT_MS as its statement timeout (they
-   * may wait for a checkpoint), then puts the session's usual timeout back. Only jobs run these.
+   * Runs a CREATE/DROP DATABASE statement with DATA_PLANE_DATABASE_DDL_TIMEOUT_MS as its statement
+   * timeout (they may wait for a checkpoint) and its wait for the answer (ddlQueryTimeoutMs), then
+   * puts the session's usual timeout back. Only jobs run these.
    */
-  private async withDatabaseDdlTimeout<T>(db: PoolClient, work: () => Promise<T>): Promise<T> {
+  private async withDatabaseDdlTimeout(db: PoolClient, statement: string): Promise<void> {
     const env = this.config.env;
     await db.query(`SET statement_timeout = ${Math.trunc(env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS)}`);
-    const result = await work();
+    await db.query(timed({ text: statement }, this.ddlQueryTimeoutMs));
     await db.query(`SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)}`);
-    return result;
+  }
+
+  /** How long a CREATE/DROP DATABASE's answer is waited for: its statement timeout, then the connect timeout. */
+  private get ddlQueryTimeoutMs(): number {
+    const env = this.config.env;
+    return env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS + env.DATA_PLANE_CONNECT_TIMEOUT_MS;
   }
 
   /**
@@ -1031,10 +1059,10 @@ export class DataPlane implements OnApplicationShutdown {
       connectionTimeoutMillis: env.DATA_PLANE_CONNECT_TIMEOUT_MS,
       statement_timeout: env.DATA_PLANE_STATEMENT_TIMEOUT_MS,
       lock_timeout: env.DATA_PLANE_LOCK_TIMEOUT_MS,
-      // A server that stops answering altogether (no cancel reaches it) still frees the caller.
-      query_timeout:
-        Math.max(env.DATA_PLANE_STATEMENT_TIMEOUT_MS, env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS) +
-        env.DATA_PLANE_CONNECT_TIMEOUT_MS,
+      // A server that stops answering altogether (a partition: what is sent on an open connection
+      // is lost, and no cancel reaches it) still frees the caller: past the statement timeout, once
+      // the connect timeout more has passed. CREATE/DROP DATABASE wait longer (withDatabaseDdlTimeout).
+      query_timeout: env.DATA_PLANE_STATEMENT_TIMEOUT_MS + env.DATA_PLANE_CONNECT_TIMEOUT_MS,
       application_name: 'control-plane',
     };
   }

@@ -122,4 +122,35 @@ describe("a stalled data-plane server's jobs", () => {
     await reconcile(t.app);
     for (const { db, id } of stalledInstances) await waitForInstance(t, auth, slug, db, id, 'READY');
   }, 120000);
+
+  it('do not hold up the builds of other servers when the server stops answering on the connections already open (a partition: nothing sent there is answered), and build once it answers again', async () => {
+    const dataPlane = t.app.get(DataPlane);
+    const status = async (id: string) => (await databaseRow(t, id)).status;
+    // Builds on the second server, three at once (as many as the jobs that run at once), leave its
+    // pools with as many open connections (kept 10 s idle).
+    await t.dataSource.query('UPDATE data_plane_servers SET max_databases = 0 WHERE id = $1', [first]);
+    const warm = (await Promise.all([create(), create(), create()])).map((res) => res.body.id as string);
+    for (const id of warm) await eventually(async () => (await status(id)) === DatabaseStatus.Ready, 30000, 50);
+    expect(dataPlane.answering(second)).toBe(true);
+
+    // From now on nothing sent to the server is answered, on open connections and new ones alike.
+    link.hold(/[\s\S]/);
+    const partitioned: string[] = [];
+    for (let i = 0; i < 6; i++) partitioned.push((await create()).body.id as string);
+    // The jobs that meet it first wait about the connect timeout, not the statement or DDL timeout.
+    await eventually(() => Promise.resolve(!dataPlane.answering(second)), 3 * CONNECT_TIMEOUT_MS);
+
+    await t.dataSource.query('UPDATE data_plane_servers SET max_databases = 100 WHERE id = $1', [first]);
+    const started = Date.now();
+    const healthy = (await create()).body as { id: string };
+    expect((await databaseRow(t, healthy.id)).server_id).toBe(first);
+    await eventually(async () => (await status(healthy.id)) === DatabaseStatus.Ready, 4 * CONNECT_TIMEOUT_MS, 50);
+    expect(Date.now() - started).toBeLessThan(2 * CONNECT_TIMEOUT_MS);
+
+    link.release();
+    await reconcile(t.app);
+    for (const id of partitioned) {
+      await eventually(async () => (await status(id)) === DatabaseStatus.Ready, 60000, 200);
+    }
+  }, 120000);
 });
