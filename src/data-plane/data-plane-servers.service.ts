@@ -273,16 +273,14 @@ export class DataPlaneServers implements OnModuleInit {
     }
   }
 
-  /** Changes whether the server takes new databases. */
+  /**
+   * Changes whether the server takes new databases. In the region's placement turn (see
+   * changeInTurn): once a drain or a disable has returned, a create or a refill that chose the
+   * server has committed (and counts there), and none places anything there any more.
+   */
   async setState(id: string, state: DataPlaneServerState): Promise<DataPlaneServerView> {
-    const row = await this.servers.findById(id);
-    if (!row) throw serverNotFound(id);
-    if (row.state !== state) {
-      await this.servers.update(id, { state });
-      row.state = state;
-    }
-    this.cached = undefined;
-    return viewOf((await this.servers.findById(id)) ?? row);
+    const changed = await this.changeInTurn(id, () => Promise.resolve({ state }));
+    return viewOf(changed);
   }
 
   /**
@@ -297,23 +295,51 @@ export class DataPlaneServers implements OnModuleInit {
     id: string,
     change: { maxDatabases?: number; publicHost?: string; url?: string; systemIdentifier?: string },
   ): Promise<DataPlaneServerView> {
-    const row = await this.servers.findById(id);
-    if (!row) throw serverNotFound(id);
-    if (change.systemIdentifier !== undefined) {
-      if (row.systemIdentifier !== null && row.systemIdentifier !== change.systemIdentifier) {
-        throw new ApiException(ErrorCode.BadRequest, 'The new URL reaches another PostgreSQL cluster than this server');
+    const changed = await this.changeInTurn(id, async (row) => {
+      if (change.systemIdentifier !== undefined) {
+        if (row.systemIdentifier !== null && row.systemIdentifier !== change.systemIdentifier) {
+          throw new ApiException(
+            ErrorCode.BadRequest,
+            'The new URL reaches another PostgreSQL cluster than this server',
+          );
+        }
+        await this.assertUnregistered(row.region, change.systemIdentifier, id);
       }
-      await this.assertUnregistered(row.region, change.systemIdentifier, id);
-    }
-    await this.servers.update(id, {
-      ...(change.systemIdentifier !== undefined ? { systemIdentifier: change.systemIdentifier } : {}),
-      ...(change.maxDatabases !== undefined ? { maxDatabases: change.maxDatabases } : {}),
-      ...(change.publicHost !== undefined ? { publicHost: hostWithPort(change.publicHost) } : {}),
-      ...(change.url !== undefined ? { adminUrlCiphertext: this.box.seal(change.url) } : {}),
+      return {
+        ...(change.systemIdentifier !== undefined ? { systemIdentifier: change.systemIdentifier } : {}),
+        ...(change.maxDatabases !== undefined ? { maxDatabases: change.maxDatabases } : {}),
+        ...(change.publicHost !== undefined ? { publicHost: hostWithPort(change.publicHost) } : {}),
+        ...(change.url !== undefined ? { adminUrlCiphertext: this.box.seal(change.url) } : {}),
+      };
+    });
+    if (change.url !== undefined) this.forget(id, 'changed');
+    return viewOf(changed);
+  }
+
+  /**
+   * Writes what `change` (given the row, locked) answers to the server's row in the region's
+   * placement turn, as a removal does (removeInTurn): a create or a refill that read the server as it
+   * was has committed first, and one after reads the change (a lowered capacity, a drain). A server
+   * removed meanwhile is not found (404), never answered as it was. Metadata statements only.
+   */
+  private async changeInTurn(
+    id: string,
+    change: (row: DataPlaneServerEntity) => Promise<Partial<DataPlaneServerEntity>>,
+  ): Promise<DataPlaneServerEntity> {
+    const changed = await this.txHost.withTransaction(async () => {
+      // A server's region never changes: read it to know which turn to take.
+      const found = await this.servers.findById(id);
+      if (!found) throw serverNotFound(id);
+      await this.servers.lockKey(placementTurnKey(found.region));
+      const row = await this.servers.lock(id);
+      if (!row) throw serverNotFound(id);
+      const values = await change(row);
+      await this.servers.update(id, values);
+      // Read again for what the database wrote too (`updated`); the row is locked, so still there.
+      return (await this.servers.findById(id)) ?? Object.assign(row, values);
     });
     this.cached = undefined;
-    if (change.url !== undefined) this.forget(id, 'changed');
-    return viewOf((await this.servers.findById(id)) ?? row);
+    return changed;
   }
 
   /**

@@ -97,6 +97,62 @@ describe('server:remove and server:drain racing with placements', () => {
     expect(await serverOf(created.body.id)).toBe(first);
   });
 
+  it('a drain arriving while a create placed a database on the server returns once that create committed: nothing lands there after it', async () => {
+    const second = await addSecond();
+    const onSecond = async () =>
+      (await t.dataSource.query('SELECT id FROM databases WHERE server_id = $1', [second])).length;
+    const { created, countAfterDrain } = await withSlowRows(
+      t.dataSource,
+      { table: 'databases', on: 'INSERT', when: `NEW.server_id = '${second}'::uuid`, seconds: 1 },
+      async () => {
+        const pending = create().then((res) => res);
+        await untilAsleep(t.dataSource, 'INSERT');
+        const drained = await servers().setState(second, DataPlaneServerState.Draining);
+        expect(drained.state).toBe(DataPlaneServerState.Draining);
+        // What the operator counts once the drain returned…
+        const countAfterDrain = await onSecond();
+        return { created: await pending, countAfterDrain };
+      },
+    );
+    expect(created.status).toBe(201);
+    expect(await serverOf(created.body.id)).toBe(second);
+    // …already holds the create that chose the server before it: nothing came after.
+    expect(countAfterDrain).toBe(1);
+    expect(await onSecond()).toBe(1);
+    // And what comes after the drain goes elsewhere.
+    const later = await create();
+    expect(later.status).toBe(201);
+    expect(await serverOf(later.body.id)).toBe(first);
+  });
+
+  it('a state change or an update arriving while a remove deletes the server answers that there is no such server, never the server as it was', async () => {
+    const second = await addSecond();
+    await servers().setState(second, DataPlaneServerState.Draining);
+    const { changes, removed } = await withSlowRows(
+      t.dataSource,
+      { table: 'data_plane_servers', on: 'DELETE', when: `OLD.id = '${second}'::uuid`, seconds: 1 },
+      async () => {
+        const removal = remove(second).then((view) => view.id);
+        await untilAsleep(t.dataSource, 'DELETE');
+        const outcome = (change: Promise<unknown>) =>
+          change.then(
+            () => 'changed',
+            (err: Error) => err.message,
+          );
+        const changes = await Promise.all([
+          outcome(servers().setState(second, DataPlaneServerState.Active)),
+          outcome(servers().update(second, { maxDatabases: 5 })),
+        ]);
+        return { changes, removed: await removal };
+      },
+    );
+    expect(removed).toBe(second);
+    expect(changes).toEqual([
+      expect.stringMatching(new RegExp(`No data-plane server ${second}`)),
+      expect.stringMatching(new RegExp(`No data-plane server ${second}`)),
+    ]);
+  });
+
   it('a warm-pool refill running when its server is drained builds nothing more there and gives its pool back', async () => {
     const second = await addSecond();
     // The refill's first entry is built; its "ready" write sleeps while the server is drained.
