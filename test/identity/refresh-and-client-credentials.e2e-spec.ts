@@ -161,6 +161,19 @@ describe('refresh tokens, client credentials and /developers/me', () => {
       expect(after.body.scope).toBe('workspaces databases');
     });
 
+    it('keeps the scope granted when the refresh names none: scope left out, empty or only spaces (RFC 6749 §6)', async () => {
+      let token = (await login('workspaces')).refresh_token;
+      for (const scope of [undefined, '', ' ', '   ']) {
+        const res = await refresh(token, scope === undefined ? {} : { scope });
+        expect({ scope, status: res.status, granted: res.body.scope }).toEqual({
+          scope,
+          status: 200,
+          granted: 'workspaces',
+        });
+        token = res.body.refresh_token as string;
+      }
+    });
+
     it('revokes the successor of a rotation under way when a used token of the family comes back', async () => {
       const first = await login();
       const second = await refresh(first.refresh_token).expect(200);

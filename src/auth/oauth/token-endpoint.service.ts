@@ -144,7 +144,9 @@ export class TokenEndpointService {
   private async refreshToken(client: ClientRecord, form: Record<string, string>): Promise<TokenResponse> {
     if (!form.refresh_token) throw tokenError('invalid_request', 'refresh_token is required');
     let narrowed: string | undefined;
-    if (form.scope !== undefined) {
+    // No scope named (left out, empty, only spaces): the grant's scope (RFC 6749 §6), not parseScope's
+    // "every scope", which would be a widening.
+    if (form.scope !== undefined && form.scope.trim() !== '') {
       const parsed = parseScope(form.scope);
       if (!parsed.ok) throw tokenError('invalid_scope', `Unknown scope: ${parsed.unknown.join(' ')}`);
       narrowed = parsed.scope;
