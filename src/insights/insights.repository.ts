@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { MetadataTransactions } from '../database/metadata-transactions';
+import { lockForContextTransaction } from '../database/transaction-lock';
 
 /** One database's window of samples, cut into buckets of `bucketSeconds` from `start`. */
 export interface SampleWindow {
@@ -62,6 +63,25 @@ export class InsightsRepository {
    * (with `statements_sampled_at`, the moment the calls were read, the rate's span). That second
    * step runs only where the latest sample lacks them.
    */
+  /**
+   * Takes the turn of the server's sample writes for the rest of the context's transaction: passes
+   * over one server (a late one and the next slot's) read their baselines and write their samples
+   * one after the other, so neither takes a baseline the other is replacing.
+   */
+  lockServerSamples(serverKey: string): Promise<void> {
+    return lockForContextTransaction(this.txHost, `telemetry-samples:${serverKey}`);
+  }
+
+  /** Which of the databases already have a sample later than `at` (a later pass wrote first). */
+  async sampledAfter(ids: string[], at: Date): Promise<Set<string>> {
+    const rows = await this.txHost.tx.query<{ database_id: string }[]>(
+      `SELECT d.id AS database_id FROM unnest($1::uuid[]) AS d(id)
+        WHERE EXISTS (SELECT 1 FROM database_telemetry_samples WHERE database_id = d.id AND sampled_at > $2)`,
+      [ids, at],
+    );
+    return new Set(rows.map((r) => r.database_id));
+  }
+
   async previousSamples(
     ids: string[],
     at: Date,

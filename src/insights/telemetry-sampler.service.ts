@@ -11,6 +11,7 @@ import {
   type StatementCounters,
 } from '../data-plane/telemetry';
 import { DatabasesService } from '../databases/databases.service';
+import { MetadataTransactions } from '../database/metadata-transactions';
 import { JobDispatcher } from '../queues/job-dispatcher';
 import { JOBS } from '../queues/job-registry';
 import { InsightsRepository, type NewSample } from './insights.repository';
@@ -107,6 +108,7 @@ export class TelemetrySampler {
     private readonly answers: ServerAnswers,
     private readonly databases: DatabasesService,
     private readonly jobs: JobDispatcher,
+    private readonly txHost: MetadataTransactions,
   ) {}
 
   private get intervalMs(): number {
@@ -237,69 +239,80 @@ export class TelemetrySampler {
 
     let recorded = 0;
     for (const [offset, batch] of chunks(server.databases, BATCH).entries()) {
-      // The latest sample before `at` (within a day) of each database: the baseline of the deltas.
-      const previous = await this.samples.previousSamples(
-        batch.map((d) => d.id),
-        at,
-        { counters: counters.size > 0, statements: statements !== null },
-      );
-      const rows = batch.map((d, i): NewSample => {
-        const prev = previous.get(d.id);
-        const c = counters.get(d.physicalName);
-        const s = statements?.get(d.physicalName);
-        const gapSeconds = prev ? (at.getTime() - prev.sampled_at.getTime()) / 1000 : null;
-        // The statement deltas span from when their baseline was read (earlier than the previous
-        // sample when that one's statistics read failed).
-        const statementsSpan = prev?.statements_sampled_at
-          ? (at.getTime() - prev.statements_sampled_at.getTime()) / 1000
-          : gapSeconds;
-        // The first sample of a database observes at most the time since it was created.
-        const sinceCreated = (at.getTime() - d.created.getTime()) / 1000;
-        const observed = Math.max(
-          1,
-          Math.min(this.config.env.TELEMETRY_INTERVAL_SECONDS, Math.round(gapSeconds ?? sinceCreated)),
-        );
-        const current: Record<string, string> | null = c
-          ? Object.fromEntries(
-              ERROR_COUNTERS.map((name) => [name, this.counterOf(c, name)]).filter(
-                (e): e is [string, string] => e[1] !== null,
-              ),
-            )
-          : null;
-        const errorDeltas: Record<string, number> = {};
-        for (const name of ERROR_COUNTERS) {
-          const delta = increase(prev?.counters?.[name], current?.[name]);
-          if (delta !== null) errorDeltas[name] = Number(delta);
-        }
-        // A database with no statement recorded yet has made no calls.
-        const calls = statements ? (s?.calls ?? '0') : null;
-        const execMs = statements ? (s?.execTimeMs ?? 0) : null;
-        const callsDelta = increase(prev?.statement_calls, calls);
-        const execDelta =
-          callsDelta !== null && execMs !== null && prev?.statement_exec_ms != null
-            ? Math.max(0, execMs - prev.statement_exec_ms)
+      // Baselines read and samples written in the server's turn (metadata statements only: what
+      // was read of the server is read above).
+      recorded += await this.txHost.withTransaction(async () => {
+        await this.samples.lockServerSamples(server.key);
+        const ids = batch.map((d) => d.id);
+        // A database a later pass has sampled already is left to it: its deltas reach back to the
+        // baseline this pass would take, so this one's would be counted twice.
+        const later = await this.samples.sampledAfter(ids, at);
+        // The latest sample before `at` (within a day) of each database: the baseline of the deltas.
+        const previous = await this.samples.previousSamples(ids, at, {
+          counters: counters.size > 0,
+          statements: statements !== null,
+        });
+        const rows = batch.map((d, i): NewSample => {
+          const prev = previous.get(d.id);
+          const c = counters.get(d.physicalName);
+          const s = statements?.get(d.physicalName);
+          const gapSeconds = prev ? (at.getTime() - prev.sampled_at.getTime()) / 1000 : null;
+          // The statement deltas span from when their baseline was read (earlier than the previous
+          // sample when that one's statistics read failed).
+          const statementsSpan = prev?.statements_sampled_at
+            ? (at.getTime() - prev.statements_sampled_at.getTime()) / 1000
+            : gapSeconds;
+          // The first sample of a database observes at most the time since it was created.
+          const sinceCreated = (at.getTime() - d.created.getTime()) / 1000;
+          const observed = Math.max(
+            1,
+            Math.min(this.config.env.TELEMETRY_INTERVAL_SECONDS, Math.round(gapSeconds ?? sinceCreated)),
+          );
+          const current: Record<string, string> | null = c
+            ? Object.fromEntries(
+                ERROR_COUNTERS.map((name) => [name, this.counterOf(c, name)]).filter(
+                  (e): e is [string, string] => e[1] !== null,
+                ),
+              )
             : null;
-        // Not probed (the server did not answer): down, as its probe would have found.
-        const isUp = probes[offset * BATCH + i] === 'up';
-        return {
-          database_id: d.id,
-          workspace_id: d.workspaceId,
-          server_key: server.key,
-          observed_seconds: observed,
-          up_seconds: isUp ? observed : 0,
-          size_bytes: c?.sizeBytes ?? null,
-          delta_seconds: statementsSpan,
-          counters: current,
-          error_deltas: Object.keys(errorDeltas).length ? errorDeltas : null,
-          statements_available: statements !== null,
-          statement_calls: calls,
-          statement_exec_ms: execMs,
-          statement_calls_delta: callsDelta === null ? null : callsDelta.toString(),
-          statement_exec_ms_delta: execDelta,
-        };
+          const errorDeltas: Record<string, number> = {};
+          for (const name of ERROR_COUNTERS) {
+            const delta = increase(prev?.counters?.[name], current?.[name]);
+            if (delta !== null) errorDeltas[name] = Number(delta);
+          }
+          // A database with no statement recorded yet has made no calls.
+          const calls = statements ? (s?.calls ?? '0') : null;
+          const execMs = statements ? (s?.execTimeMs ?? 0) : null;
+          const callsDelta = increase(prev?.statement_calls, calls);
+          const execDelta =
+            callsDelta !== null && execMs !== null && prev?.statement_exec_ms != null
+              ? Math.max(0, execMs - prev.statement_exec_ms)
+              : null;
+          // Not probed (the server did not answer): down, as its probe would have found.
+          const isUp = probes[offset * BATCH + i] === 'up';
+          return {
+            database_id: d.id,
+            workspace_id: d.workspaceId,
+            server_key: server.key,
+            observed_seconds: observed,
+            up_seconds: isUp ? observed : 0,
+            size_bytes: c?.sizeBytes ?? null,
+            delta_seconds: statementsSpan,
+            counters: current,
+            error_deltas: Object.keys(errorDeltas).length ? errorDeltas : null,
+            statements_available: statements !== null,
+            statement_calls: calls,
+            statement_exec_ms: execMs,
+            statement_calls_delta: callsDelta === null ? null : callsDelta.toString(),
+            statement_exec_ms_delta: execDelta,
+          };
+        });
+        // The samples and the storage they add to each database's month, in one statement.
+        return this.samples.insertSamplesWithStorage(
+          rows.filter((row) => !later.has(row.database_id)),
+          at,
+        );
       });
-      // The samples and the storage they add to each database's month, in one statement.
-      recorded += await this.samples.insertSamplesWithStorage(rows, at);
     }
     const result: PassResult = {
       sampled: recorded,

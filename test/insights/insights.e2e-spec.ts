@@ -5,6 +5,7 @@ import { JobDispatcher } from '../../src/queues/job-dispatcher';
 import { Queues } from '../../src/queues/queue-names';
 import { sampleServerJobId } from '../../src/insights/telemetry-jobs';
 import { ServerToSample, TelemetrySampler } from '../../src/insights/telemetry-sampler.service';
+import { InsightsRepository } from '../../src/insights/insights.repository';
 import {
   Auth,
   backdate,
@@ -470,13 +471,8 @@ describe('telemetry passes driven by hand over a database of their own', () => {
     return { auth, slug, db, sampler, server };
   }
 
-  it('after one whose statistics read failed count the errors and queries since the last sample that read them', async () => {
-    const { auth, slug, db, sampler, server } = await ownDatabase();
-    const t0 = new Date(Math.floor((Date.now() - 3 * 3_600_000) / MINUTE) * MINUTE);
-    const at = (minutes: number) => new Date(t0.getTime() + minutes * MINUTE);
-
-    expect(await sampler.sampleServer(server, at(0))).toMatchObject({ sampled: 1, statementsAvailable: true });
-    // Customer work: a failing statement and 30 queries, seen by pg_stat_database once the session ends.
+  /** Customer work: a failing statement and 30 queries, seen by pg_stat_database once the session ends. */
+  async function customerWork(auth: Auth, slug: string, db: DatabaseBody): Promise<void> {
     const cred = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
       .body as { id: string; password: string };
     const session = await connectAs(db.dbHost!, cred.id, cred.password);
@@ -498,6 +494,116 @@ describe('telemetry passes driven by hand over a database of their own', () => {
       }
     };
     for (let i = 0; i < 50 && (await rollbacks()) < 1; i++) await new Promise((r) => setTimeout(r, 100));
+  }
+
+  /** The database's samples from `from` to `to`: counters as read, and the deltas recorded. */
+  const samplesOf = (databaseId: string, from: Date, to: Date) =>
+    t.dataSource.query<
+      {
+        sampled_at: Date;
+        counters: Record<string, string> | null;
+        statement_calls: string | null;
+        error_deltas: Record<string, number> | null;
+        statement_calls_delta: string | null;
+      }[]
+    >(
+      `SELECT sampled_at, counters, statement_calls::text, error_deltas, statement_calls_delta::text
+         FROM database_telemetry_samples WHERE database_id = $1 AND sampled_at BETWEEN $2 AND $3 ORDER BY sampled_at`,
+      [databaseId, from, to],
+    );
+
+  /** Every later sample's deltas add up to the increase of the counters since the first: nothing counted twice. */
+  function expectCountedOnce(rows: Awaited<ReturnType<typeof samplesOf>>): void {
+    const [first, ...later] = rows;
+    const last = later[later.length - 1];
+    const sum = (of: (r: (typeof rows)[number]) => number) => later.reduce((total, r) => total + of(r), 0);
+    expect({
+      rollbacks: sum((r) => r.error_deltas?.xact_rollback ?? 0),
+      calls: sum((r) => Number(r.statement_calls_delta ?? 0)),
+    }).toEqual({
+      rollbacks: Number(last.counters!.xact_rollback) - Number(first.counters!.xact_rollback),
+      calls: Number(last.statement_calls) - Number(first.statement_calls),
+    });
+    expect(sum((r) => r.error_deltas?.xact_rollback ?? 0)).toBeGreaterThanOrEqual(1);
+    expect(sum((r) => Number(r.statement_calls_delta ?? 0))).toBeGreaterThanOrEqual(30);
+  }
+
+  it('two passes over one server at once (a late one and the next slot’s) count each error and query once: their writes take turns', async () => {
+    const { auth, slug, db, sampler, server } = await ownDatabase();
+    const t0 = new Date(Math.floor((Date.now() - 4 * 3_600_000) / MINUTE) * MINUTE);
+    const at = (minutes: number) => new Date(t0.getTime() + minutes * MINUTE);
+    expect(await sampler.sampleServer(server, at(0))).toMatchObject({ sampled: 1 });
+    await customerWork(auth, slug, db);
+    // The minute-1 pass has read the server and is about to read its baselines when the minute-2
+    // pass comes, reads the server too and goes as far as it can.
+    const repo = t.app.get(InsightsRepository);
+    const previousSamples = repo.previousSamples.bind(repo);
+    let reached!: () => void;
+    const atBaselines = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const spy = jest.spyOn(repo, 'previousSamples').mockImplementationOnce(async (...args) => {
+      reached();
+      await held;
+      return previousSamples(...args);
+    });
+    try {
+      const late = sampler.sampleServer(server, at(1));
+      await atBaselines;
+      const next = sampler.sampleServer(server, at(2));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      release();
+      await Promise.all([late, next]);
+    } finally {
+      spy.mockRestore();
+    }
+    const rows = await samplesOf(db.id, at(0), at(2));
+    expect(rows.map((r) => r.sampled_at)).toEqual([at(0), at(1), at(2)]);
+    expectCountedOnce(rows);
+  }, 60000);
+
+  it('a late pass that writes after the next slot’s pass records nothing over it: the later sample already counts it all', async () => {
+    const { auth, slug, db, sampler, server } = await ownDatabase();
+    const t0 = new Date(Math.floor((Date.now() - 5 * 3_600_000) / MINUTE) * MINUTE);
+    const at = (minutes: number) => new Date(t0.getTime() + minutes * MINUTE);
+    expect(await sampler.sampleServer(server, at(0))).toMatchObject({ sampled: 1 });
+    await customerWork(auth, slug, db);
+    // The minute-1 pass has read the server; the minute-2 pass is written before it takes its turn.
+    const repo = t.app.get(InsightsRepository);
+    const lockServerSamples = repo.lockServerSamples.bind(repo);
+    let reached!: () => void;
+    const atTurn = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const spy = jest.spyOn(repo, 'lockServerSamples').mockImplementationOnce(async (key) => {
+      reached();
+      await held;
+      return lockServerSamples(key);
+    });
+    let late: Promise<unknown> | undefined;
+    try {
+      late = sampler.sampleServer(server, at(1));
+      await atTurn;
+      expect(await sampler.sampleServer(server, at(2))).toMatchObject({ sampled: 1 });
+      release();
+      expect(await late).toMatchObject({ sampled: 0 });
+    } finally {
+      release();
+      await late?.catch(() => undefined);
+      spy.mockRestore();
+    }
+    const rows = await samplesOf(db.id, at(0), at(2));
+    expect(rows.map((r) => r.sampled_at)).toEqual([at(0), at(2)]);
+    expectCountedOnce(rows);
+  }, 60000);
+
+  it('after one whose statistics read failed count the errors and queries since the last sample that read them', async () => {
+    const { auth, slug, db, sampler, server } = await ownDatabase();
+    const t0 = new Date(Math.floor((Date.now() - 3 * 3_600_000) / MINUTE) * MINUTE);
+    const at = (minutes: number) => new Date(t0.getTime() + minutes * MINUTE);
+
+    expect(await sampler.sampleServer(server, at(0))).toMatchObject({ sampled: 1, statementsAvailable: true });
+    await customerWork(auth, slug, db);
 
     // Minute 1: the statistics read fails; the probe still finds the database up.
     const failed = jest
