@@ -4,7 +4,6 @@ import { ExpressAdapter } from '@bull-board/express';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { json, type Request } from 'express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import basicAuth from 'express-basic-auth';
 import helmet from 'helmet';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -17,7 +16,7 @@ import { declareOutages } from './common/http/api-errors.decorator';
 import { AppConfig } from './config/app-config';
 import { parseTrustProxy } from './config/trust-proxy';
 import { installHttpMetrics, installMetricsEndpoint } from './observability/metrics-endpoint';
-import { limitOperatorAttempts } from './observability/operator-auth';
+import { limitOperatorAttempts, requireOperator } from './observability/operator-auth';
 import { JobDispatcher } from './queues/job-dispatcher';
 import { ALL_QUEUES } from './queues/queue-names';
 
@@ -127,7 +126,8 @@ export function configureApp(app: NestExpressApplication): NestExpressApplicatio
     app.use(
       '/admin/queues',
       operatorAttempts,
-      basicAuth({ users: { operator: config.env.OPERATOR_PASSWORD }, challenge: true, realm: 'queues' }),
+      // The same check as /metrics: a refusal is 401 with the error body and a Basic challenge.
+      requireOperator(config.env.OPERATOR_PASSWORD),
       refuseRefusedBody,
       board.getRouter(),
     );

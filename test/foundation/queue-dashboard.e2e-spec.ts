@@ -14,12 +14,19 @@ describe('queue dashboard (/admin/queues)', () => {
     expect(res.body.errorCode).toBe('entity_not_found');
   });
 
-  it('asks for the operator password and shows every queue to the operator', async () => {
+  it('asks for the operator password (401 with the error body) and shows every queue to the operator', async () => {
     const password = 'operator-password-for-tests';
     t = await createTestApp({ OPERATOR_PASSWORD: password });
+    const refused = {
+      errorCode: 'invalid_credentials',
+      message: 'Operator credentials required',
+      statusCode: 401,
+    };
     const anonymous = await t.http.get('/admin/queues').expect(401);
     expect(anonymous.headers['www-authenticate']).toMatch(/^Basic/);
-    await t.http.get('/admin/queues').auth('operator', 'wrong-password').expect(401);
+    expect(anonymous.body).toEqual(refused);
+    const wrong = await t.http.get('/admin/queues').auth('operator', 'wrong-password').expect(401);
+    expect(wrong.body).toEqual(refused);
     await t.http.get('/admin/queues').auth('operator', password).expect(200);
     const queues = await t.http.get('/admin/queues/api/queues').auth('operator', password).expect(200);
     const names = (queues.body.queues as { name: string }[]).map((q) => q.name).sort();
