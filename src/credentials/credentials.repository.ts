@@ -119,15 +119,20 @@ export class CredentialsRepository {
   /**
    * Gives up, as of `now`, every create still pending since before `createdBefore`. The condition is
    * written out (no parameter in it) so that it implies IDX_credentials_pending_by_created's in any
-   * plan, a generic one included: only the pending rows are read.
+   * plan, a generic one included: only the pending rows are read. A row another transaction holds
+   * (a finalization marking its database's credentials dropped, a create confirming it) is skipped,
+   * not waited for: this one statement locks rows of many databases, in no order those transactions
+   * share, so waiting could deadlock with them; the next sweep gives up what is still pending.
    */
   async abandonPendingCreatedBefore(createdBefore: Date, now: Date): Promise<void> {
-    await this.repo
-      .createQueryBuilder()
-      .update()
-      .set({ expiresAt: now })
-      .where('pending AND dropped IS NULL AND expires_at IS NULL AND created <= :createdBefore', { createdBefore })
-      .execute();
+    await this.txHost.tx.query(
+      `UPDATE credentials SET expires_at = $2
+        WHERE id IN (SELECT id FROM credentials
+                      WHERE pending AND dropped IS NULL AND expires_at IS NULL AND created <= $1
+                        FOR UPDATE SKIP LOCKED)
+          AND pending AND dropped IS NULL AND expires_at IS NULL`,
+      [createdBefore, now],
+    );
   }
 
   /** Confirms a pending credential (in the context's transaction); how many rows changed. */

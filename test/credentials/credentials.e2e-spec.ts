@@ -796,6 +796,33 @@ describe('database credentials (real logins on the password-checking data plane)
     });
   });
 
+  it('the sweep gives up crashed creates without waiting for a row another transaction holds (a finalization marking its database’s credentials dropped): that one is left to the next sweep', async () => {
+    const db = await createReadyDatabase(t, auth, slug);
+    const cred = await issue(db);
+    // As a create that crashed an hour ago left it.
+    await t.dataSource.query(
+      `UPDATE credentials SET pending = true, created = created - interval '1 hour' WHERE id = $1`,
+      [cred.id],
+    );
+    const credentials = t.app.get(CredentialsRepository);
+    const abandon = () => credentials.abandonPendingCreatedBefore(new Date(Date.now() - 60_000), new Date());
+    const holder = t.dataSource.createQueryRunner();
+    await holder.connect();
+    try {
+      await holder.startTransaction();
+      await holder.query('SELECT id FROM credentials WHERE id = $1 FOR UPDATE', [cred.id]);
+      const started = Date.now();
+      await abandon();
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect((await credentialRow(cred.id)).expires_at).toBeNull();
+    } finally {
+      await holder.rollbackTransaction().catch(() => undefined);
+      await holder.release();
+    }
+    await abandon();
+    expect((await credentialRow(cred.id)).expires_at).not.toBeNull();
+  });
+
   describe('a database queued for deletion', () => {
     it('keeps its credentials working until finalization, which drops them', async () => {
       const db = await createReadyDatabase(t, auth, slug);
