@@ -466,12 +466,7 @@ export class DataPlane implements OnApplicationShutdown {
           const limit = Math.trunc(env.DATA_PLANE_DEFAULT_CONNECTION_LIMIT);
           const created = await this.ignoring(
             [DUPLICATE_DATABASE, UNIQUE_VIOLATION],
-            db.query(
-              timed(
-                { text: `CREATE DATABASE ${d} OWNER ${db.escapeIdentifier(holder)} CONNECTION LIMIT ${limit}` },
-                this.ddlQueryTimeoutMs,
-              ),
-            ),
+            db.query(`CREATE DATABASE ${d} OWNER ${db.escapeIdentifier(holder)} CONNECTION LIMIT ${limit}`),
           );
           // The database exists from here: the session to it opens while the admin statements run.
           session = this.connectTo(t, physical);
@@ -551,9 +546,8 @@ export class DataPlane implements OnApplicationShutdown {
     const owner = ownerRoleName(physical);
     return this.on(serverId, (t) =>
       this.withAdmin(t, async (db) => {
-        await this.withDatabaseDdlTimeout(
-          db,
-          `DROP DATABASE IF EXISTS ${db.escapeIdentifier(assertPhysicalName(physical))} WITH (FORCE)`,
+        await this.withDatabaseDdlTimeout(db, () =>
+          db.query(`DROP DATABASE IF EXISTS ${db.escapeIdentifier(assertPhysicalName(physical))} WITH (FORCE)`),
         );
         const members = await db.query<{ rolname: string }>(
           `SELECT r.rolname FROM pg_auth_members m
@@ -623,8 +617,9 @@ export class DataPlane implements OnApplicationShutdown {
 
   /**
    * How long after its session was asked for (openSession) a createLoginRole waits at most: the
-   * longest one of its data-plane queries waits (DATA_PLANE_STATEMENT_TIMEOUT_MS plus
-   * DATA_PLANE_CONNECT_TIMEOUT_MS, the connections' query_timeout). It bounds the whole call, the opening of the session included, which may run
+   * longest one data-plane query waits (DATA_PLANE_CONNECT_TIMEOUT_MS plus the longer of
+   * DATA_PLANE_STATEMENT_TIMEOUT_MS and DATA_PLANE_DATABASE_DDL_TIMEOUT_MS, the connections'
+   * query_timeout). It bounds the whole call, the opening of the session included, which may run
    * several queries (the shared databases' hardening, once per server and process).
    */
   get createLoginRoleDeadlineMs(): number {
@@ -848,8 +843,11 @@ export class DataPlane implements OnApplicationShutdown {
     try {
       try {
         lock = await this.lockPool(target).connect();
-        // A try answers at once on a server that answers: one that does not is known as such within
-        // the connect timeout, not the statement timeout (every job on it would hold a slot that long).
+        // A try answers at once on a server that answers. One that stopped answering on the lock
+        // session already open (a partition: what is sent there is lost) is known as such within
+        // the connect timeout, not the connections' query_timeout (the DDL timeout and more): every
+        // job meeting it would hold one of the process's job slots that long, and the other
+        // servers' jobs would wait.
         const { rows } = await lock.query<{ locked: boolean }>(
           timed(
             { text: 'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', values: [key] },
@@ -970,21 +968,15 @@ export class DataPlane implements OnApplicationShutdown {
   }
 
   /**
-   * Runs a CREATE/DROP DATABASE statement with DATA_PLANE_DATABASE_DDL_TIMEOUT_MS as its statement
-   * timeout (they may wait for a checkpoint) and its wait for the answer (ddlQueryTimeoutMs), then
-   * puts the session's usual timeout back. Only jobs run these.
+   * Runs CREATE/DROP DATABASE with DATA_PLANE_DATABASE_DDL_TIMEOUT_MS as its statement timeout (they
+   * may wait for a checkpoint), then puts the session's usual timeout back. Only jobs run these.
    */
-  private async withDatabaseDdlTimeout(db: PoolClient, statement: string): Promise<void> {
+  private async withDatabaseDdlTimeout<T>(db: PoolClient, work: () => Promise<T>): Promise<T> {
     const env = this.config.env;
     await db.query(`SET statement_timeout = ${Math.trunc(env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS)}`);
-    await db.query(timed({ text: statement }, this.ddlQueryTimeoutMs));
+    const result = await work();
     await db.query(`SET statement_timeout = ${Math.trunc(env.DATA_PLANE_STATEMENT_TIMEOUT_MS)}`);
-  }
-
-  /** How long a CREATE/DROP DATABASE's answer is waited for: its statement timeout, then the connect timeout. */
-  private get ddlQueryTimeoutMs(): number {
-    const env = this.config.env;
-    return env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS + env.DATA_PLANE_CONNECT_TIMEOUT_MS;
+    return result;
   }
 
   /**
@@ -1059,10 +1051,10 @@ export class DataPlane implements OnApplicationShutdown {
       connectionTimeoutMillis: env.DATA_PLANE_CONNECT_TIMEOUT_MS,
       statement_timeout: env.DATA_PLANE_STATEMENT_TIMEOUT_MS,
       lock_timeout: env.DATA_PLANE_LOCK_TIMEOUT_MS,
-      // A server that stops answering altogether (a partition: what is sent on an open connection
-      // is lost, and no cancel reaches it) still frees the caller: past the statement timeout, once
-      // the connect timeout more has passed. CREATE/DROP DATABASE wait longer (withDatabaseDdlTimeout).
-      query_timeout: env.DATA_PLANE_STATEMENT_TIMEOUT_MS + env.DATA_PLANE_CONNECT_TIMEOUT_MS,
+      // A server that stops answering altogether (no cancel reaches it) still frees the caller.
+      query_timeout:
+        Math.max(env.DATA_PLANE_STATEMENT_TIMEOUT_MS, env.DATA_PLANE_DATABASE_DDL_TIMEOUT_MS) +
+        env.DATA_PLANE_CONNECT_TIMEOUT_MS,
       application_name: 'control-plane',
     };
   }
