@@ -54,16 +54,6 @@ export class InsightsRepository {
   constructor(private readonly txHost: MetadataTransactions) {}
 
   /**
-   * The latest sample before `at` (within a day) of each database: the baseline of the next
-   * sample's deltas. One backward step of the primary key (database_id, sampled_at) per database:
-   * reading the day's samples and keeping the latest would touch a day of rows per database (1,440
-   * at a 60 s interval). A sample whose statistics read failed recorded no counters (or no statement
-   * counters): for a pass that has them (`read`), those of the latest earlier sample that recorded
-   * them are taken instead, so the errors and calls of the failed stretch are counted, not lost
-   * (with `statements_sampled_at`, the moment the calls were read, the rate's span). That second
-   * step runs only where the latest sample lacks them.
-   */
-  /**
    * Takes the turn of the server's sample writes for the rest of the context's transaction: passes
    * over one server (a late one and the next slot's) read their baselines and write their samples
    * one after the other, so neither takes a baseline the other is replacing.
@@ -82,6 +72,16 @@ export class InsightsRepository {
     return new Set(rows.map((r) => r.database_id));
   }
 
+  /**
+   * The latest sample before `at` (within a day) of each database: the baseline of the next
+   * sample's deltas. One backward step of the primary key (database_id, sampled_at) per database:
+   * reading the day's samples and keeping the latest would touch a day of rows per database (1,440
+   * at a 60 s interval). A sample whose statistics read failed recorded no counters (or no statement
+   * counters): for a pass that has them (`read`), those of the latest earlier sample that recorded
+   * them are taken instead, so the errors and calls of the failed stretch are counted, not lost
+   * (with `statements_sampled_at`, the moment the calls were read, the rate's span). That second
+   * step runs only where the latest sample lacks them.
+   */
   async previousSamples(
     ids: string[],
     at: Date,
