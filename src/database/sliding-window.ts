@@ -11,12 +11,14 @@ import type { EntityManager } from 'typeorm';
  * `limit` rows of `table` that `where` selects have `at` within the last `window` seconds. Otherwise
  * the wait ends when the limit-th most recent of them leaves the window. `limit` and `window` are SQL
  * (placeholders); an index on (the columns of `where`, `at`) makes it read at most `limit` entries.
+ * `limit` is read as a bigint: a placeholder there would be typed int4, and a limit above 2^31 - 1
+ * (the configuration takes any safe integer) failed every request it governs.
  */
 export function windowWaitSql(o: { table: string; at: string; where: string; limit: string; window: string }): string {
   return `(SELECT greatest(1, ceil(extract(epoch FROM ${o.at} + make_interval(secs => ${o.window}) - now())))::int
              FROM ${o.table}
             WHERE ${o.where} AND ${o.at} > now() - make_interval(secs => ${o.window})
-            ORDER BY ${o.at} DESC OFFSET ${o.limit} - 1 LIMIT 1)`;
+            ORDER BY ${o.at} DESC OFFSET (${o.limit})::bigint - 1 LIMIT 1)`;
 }
 
 /**
