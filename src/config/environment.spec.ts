@@ -45,6 +45,29 @@ describe('environment validation', () => {
     expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['PORT', 'REDIS_URL', 'WORKERS']);
   });
 
+  it('takes a Redis database number as REDIS_URL’s path, and nothing else there', () => {
+    for (const good of [
+      'redis://127.0.0.1:6379',
+      'redis://127.0.0.1:6379/',
+      'redis://127.0.0.1:6379/3',
+      'rediss://r.example/15',
+    ]) {
+      expect(problemsOf({ REDIS_URL: good })).toEqual([]);
+    }
+    for (const bad of ['redis://127.0.0.1:6379/abc', 'redis://127.0.0.1:6379/1/2', 'redis://127.0.0.1:6379/-1']) {
+      expect(problemsOf({ REDIS_URL: bad })).toEqual([
+        'REDIS_URL: its path, if any, must be a database number (e.g. redis://127.0.0.1:6379/0)',
+      ]);
+    }
+  });
+
+  it('refuses a PUBLIC_URL with a query or a fragment (the OAuth issuer, and the base of the links it sends)', () => {
+    expect(problemsOf({ PUBLIC_URL: 'https://cp.example/base' })).toEqual([]);
+    for (const bad of ['http://localhost:3000?x=1', 'http://localhost:3000/#f']) {
+      expect(problemsOf({ PUBLIC_URL: bad }).map((p) => p.split(':')[0])).toEqual(['PUBLIC_URL']);
+    }
+  });
+
   it('keeps expired OAuth grants 7 days by default, and at least one day (a replayed code must still revoke)', () => {
     expect(validateEnvironment({}).OAUTH_EXPIRED_RETENTION_DAYS).toBe(7);
     expect(validateEnvironment({ OAUTH_EXPIRED_RETENTION_DAYS: '1' }).OAUTH_EXPIRED_RETENTION_DAYS).toBe(1);

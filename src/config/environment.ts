@@ -617,6 +617,12 @@ export class InvalidEnvironmentError extends Error {
   }
 }
 
+/** A part of a URL setting, or undefined when it is not a URL (its own check names that). */
+function urlPart(value: unknown, part: 'pathname' | 'search' | 'hash'): string | undefined {
+  if (typeof value !== 'string' || !URL.canParse(value)) return undefined;
+  return new URL(value)[part];
+}
+
 /** Reads and validates the environment; throws InvalidEnvironmentError naming each bad variable. */
 export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
@@ -654,6 +660,15 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
   if (typeof env.TRUST_PROXY === 'string' && parseTrustProxy(env.TRUST_PROXY) === null) {
     problems.push(
       'TRUST_PROXY: must be true, false, a number of hops, or a comma-separated list of loopback, linklocal, uniquelocal, addresses and CIDR ranges',
+    );
+  }
+  const redisDatabase = urlPart(env.REDIS_URL, 'pathname');
+  if (redisDatabase !== undefined && !/^\/?(\d{1,5})?$/.test(redisDatabase)) {
+    problems.push('REDIS_URL: its path, if any, must be a database number (e.g. redis://127.0.0.1:6379/0)');
+  }
+  if (urlPart(env.PUBLIC_URL, 'search') || urlPart(env.PUBLIC_URL, 'hash')) {
+    problems.push(
+      'PUBLIC_URL: must have no query or fragment (it is the OAuth issuer, RFC 8414, and the base of the links the service sends)',
     );
   }
   const publicUrl = env.PUBLIC_URL.replace(/\/+$/, '');
