@@ -222,16 +222,26 @@ const COMMANDS: Record<string, Command> = {
     options: {},
     prepare() {
       return async (app) => {
-        const { Reconciler } = await import('./queues/reconciler.js');
+        const [{ Reconciler }, { TelemetrySampler }, { TELEMETRY_SCHEDULE_TASK }] = await Promise.all([
+          import('./queues/reconciler.js'),
+          import('./insights/telemetry-sampler.service.js'),
+          import('./insights/telemetry-schedule.js'),
+        ]);
         const reconciler = app.get(Reconciler);
+        // The telemetry schedule's task is registered where the processors run (TelemetrySchedule,
+        // not part of this process): a pass from here puts the schedule back too.
+        const sampler = app.get(TelemetrySampler);
+        reconciler.register(TELEMETRY_SCHEDULE_TASK, () => sampler.ensureSchedule());
         // One pass of every task, in this process (jobs it enqueues go to the workers).
         await reconciler.runOnce();
         const tasks = Object.fromEntries(
           [...reconciler.stats.taskRuns].map(([name, runs]) => [name, runs.failed ? 'failed' : 'ok']),
         );
-        const failed = Object.keys(tasks).filter((name) => tasks[name] === 'failed');
-        if (failed.length)
-          throw new Error(`reconcile tasks failed: ${failed.join(', ')} (see the worker's log for why)`);
+        const failed = [...reconciler.stats.taskRuns]
+          .filter(([, runs]) => runs.failed)
+          .map(([name, runs]) => `${name} (${runs.lastError ?? 'no reason given'})`);
+        // This process logs nothing (the command's output is its answer): the reasons go in the message.
+        if (failed.length) throw new Error(`reconcile tasks failed: ${failed.join('; ')}`);
         const enqueued: Record<string, number> = {};
         for (const perQueue of reconciler.stats.enqueued.values()) {
           for (const [queue, count] of perQueue) enqueued[queue] = (enqueued[queue] ?? 0) + count;
@@ -371,6 +381,10 @@ function fail(message: string, usageLine?: string): number {
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   const command = name && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${usage()}\n`);
+    return 0;
+  }
   if (!command) {
     process.stderr.write(`${name ? `error: Unknown command ${name}\n` : ''}${usage()}\n`);
     return 1;

@@ -9,6 +9,9 @@ import { TelemetrySampler } from './telemetry-sampler.service';
  * WORKERS=off), whatever WORKERS says in its environment: the worker of docker-compose.yml shares
  * the API's environment, WORKERS=off included.
  */
+/** The reconcile task that puts the schedule back (registered by TelemetrySchedule, and by the CLI's reconcile). */
+export const TELEMETRY_SCHEDULE_TASK = 'telemetry-schedule';
+
 @Injectable()
 export class TelemetrySchedule implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger(TelemetrySchedule.name);
@@ -19,7 +22,7 @@ export class TelemetrySchedule implements OnModuleInit, OnApplicationBootstrap {
   ) {}
 
   onModuleInit(): void {
-    this.reconciler.register('telemetry-schedule', () => this.sampler.ensureSchedule());
+    this.reconciler.register(TELEMETRY_SCHEDULE_TASK, () => this.sampler.ensureSchedule());
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -22,8 +22,8 @@ export const currentReconcileTally = new AsyncLocalStorage<ReconcileTally>();
 export interface ReconcilerStats {
   passes: number;
   lastPassEndedAt?: Date;
-  /** Runs per task and outcome. */
-  taskRuns: Map<string, { ok: number; failed: number }>;
+  /** Runs per task and outcome, with why the last failed run failed (its message). */
+  taskRuns: Map<string, { ok: number; failed: number; lastError?: string }>;
   /** Jobs dispatched per task and queue (a job whose id is already queued collapses into it). */
   enqueued: Map<string, Map<QueueName, number>>;
 }

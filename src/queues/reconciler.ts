@@ -77,10 +77,12 @@ export class Reconciler implements OnApplicationShutdown {
           throw new Error(`${tally.notEnqueued} jobs it owed could not be enqueued (Redis away or refusing)`);
         }
         runs.ok++;
+        delete runs.lastError;
       } catch (err) {
         runs.failed++;
         // The message and stack only: a failed query's error also carries its parameters.
         const error = err instanceof Error ? { message: err.message, stack: err.stack } : { message: String(err) };
+        runs.lastError = error.message;
         this.logger.error({ err: error, task: name }, 'reconcile task failed');
       } finally {
         const enqueued = this.figures.enqueued.get(name) ?? new Map<QueueName, number>();

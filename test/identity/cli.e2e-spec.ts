@@ -172,6 +172,14 @@ describe('operator CLI (dist/src/cli.js)', () => {
       .expect(200);
   });
 
+  it('prints its usage and exits 0 when asked for help', async () => {
+    for (const ask of ['--help', '-h', 'help']) {
+      const res = await runCli([ask]);
+      expect({ ask, code: res.code, stderr: res.stderr }).toEqual({ ask, code: 0, stderr: '' });
+      expect(res.stdout).toMatch(/^Usage: npm run --silent cli -- <command> \[options\]\n {2}developer:create/);
+    }
+  });
+
   it('exits non-zero with a clear message on errors', async () => {
     const cases: [string[], RegExp][] = [
       [[], /Usage/],
@@ -312,11 +320,19 @@ describe('operator CLI (dist/src/cli.js)', () => {
       // With Redis away nothing can be enqueued: the pass has not done its work, and says so.
       const away = await runCli(['reconcile'], { ...env, REDIS_URL: 'redis://127.0.0.1:1' });
       expect(away.code).toBe(1);
-      expect(away.stderr).toMatch(/reconcile tasks failed: .*databases/);
+      // Each failed task with why, since the command's process logs nothing.
+      expect(away.stderr).toMatch(/reconcile tasks failed: .*databases \([^)]*could not be enqueued[^)]*\)/);
       const pass = await runCli(['reconcile'], env);
       expect({ code: pass.code, stderr: pass.stderr }).toEqual({ code: 0, stderr: '' });
       expect(pass.json).toEqual({
-        tasks: expect.objectContaining({ databases: 'ok', credentials: 'ok', compute: 'ok', 'invite-emails': 'ok' }),
+        tasks: expect.objectContaining({
+          databases: 'ok',
+          credentials: 'ok',
+          compute: 'ok',
+          'invite-emails': 'ok',
+          // Puts the telemetry schedule back, as the processes running the processors do.
+          'telemetry-schedule': 'ok',
+        }),
         enqueued: expect.objectContaining({ 'database-lifecycle': 1 }),
       });
       expect(Object.values(pass.json!.tasks as Record<string, string>).every((outcome) => outcome === 'ok')).toBe(true);
