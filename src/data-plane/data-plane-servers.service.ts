@@ -327,12 +327,7 @@ export class DataPlaneServers implements OnModuleInit {
     change: (row: DataPlaneServerEntity) => Promise<Partial<DataPlaneServerEntity>>,
   ): Promise<DataPlaneServerEntity> {
     const changed = await this.txHost.withTransaction(async () => {
-      // A server's region never changes: read it to know which turn to take.
-      const found = await this.servers.findById(id);
-      if (!found) throw serverNotFound(id);
-      await this.servers.lockKey(placementTurnKey(found.region));
-      const row = await this.servers.lock(id);
-      if (!row) throw serverNotFound(id);
+      const row = await this.lockInTurn(id);
       const values = await change(row);
       await this.servers.update(id, values);
       // Read again for what the database wrote too (`updated`); the row is locked, so still there.
@@ -395,6 +390,20 @@ export class DataPlaneServers implements OnModuleInit {
   }
 
   /**
+   * In the context's transaction: the region's placement turn, then the server's row locked (see
+   * removeInTurn for why both); the row, or 404 when there is no such server (any more).
+   */
+  private async lockInTurn(id: string): Promise<DataPlaneServerEntity> {
+    // A server's region never changes: read it to know which turn to take.
+    const found = await this.servers.findById(id);
+    if (!found) throw serverNotFound(id);
+    await this.servers.lockKey(placementTurnKey(found.region));
+    const row = await this.servers.lock(id);
+    if (!row) throw serverNotFound(id);
+    return row;
+  }
+
+  /**
    * Removes the server once `check` (run in the removal's transaction, which the context carries,
    * with the server row locked) has not refused; the server as it was, and what `check` answered.
    * Refused for a creatable region's last server. The region's placement turn (placementTurnKey)
@@ -412,18 +421,13 @@ export class DataPlaneServers implements OnModuleInit {
     check: (row: DataPlaneServerEntity) => Promise<T>,
   ): Promise<[DataPlaneServerView, T]> {
     const removed = await this.txHost.withTransaction(async () => {
-      // A server's region never changes: read it to know which turn to take.
-      const found = await this.servers.findById(id);
-      if (!found) throw serverNotFound(id);
-      await this.servers.lockKey(placementTurnKey(found.region));
-      const row = await this.servers.lock(id);
-      if (!row) throw serverNotFound(id);
+      const row = await this.lockInTurn(id);
       // A creatable region keeps a server: without one, the next process start would register the
       // environment's server there again (registerFromEnvironment), undoing the removal.
-      if (CREATABLE_REGIONS.includes(found.region) && (await this.servers.countIn(found.region)) === 1) {
+      if (CREATABLE_REGIONS.includes(row.region) && (await this.servers.countIn(row.region)) === 1) {
         throw new ApiException(
           ErrorCode.DbStatusFailure,
-          `Data-plane server ${id} is the last server of region ${found.region}; add its replacement first (server:add), then remove it`,
+          `Data-plane server ${id} is the last server of region ${row.region}; add its replacement first (server:add), then remove it`,
         );
       }
       const checked = await check(row);

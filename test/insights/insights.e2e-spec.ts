@@ -471,6 +471,24 @@ describe('telemetry passes driven by hand over a database of their own', () => {
     return { auth, slug, db, sampler, server };
   }
 
+  /**
+   * Holds the first call of the repository's `method` until `release` (it goes on as usual then);
+   * `reached` resolves when that call has come.
+   */
+  function holdFirstCall(repo: InsightsRepository, method: 'previousSamples' | 'lockServerSamples') {
+    let reach!: () => void;
+    const reached = new Promise<void>((resolve) => (reach = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const original = (repo[method] as (...args: unknown[]) => Promise<unknown>).bind(repo);
+    const spy = jest.spyOn(repo, method).mockImplementationOnce((async (...args: unknown[]) => {
+      reach();
+      await held;
+      return original(...args);
+    }) as never);
+    return { reached, release, restore: () => spy.mockRestore() };
+  }
+
   /** Customer work: a failing statement and 30 queries, seen by pg_stat_database once the session ends. */
   async function customerWork(auth: Auth, slug: string, db: DatabaseBody): Promise<void> {
     const cred = (await t.http.post(`/workspaces/${slug}/databases/${db.name}/credentials`).set(auth).expect(200))
@@ -536,26 +554,16 @@ describe('telemetry passes driven by hand over a database of their own', () => {
     await customerWork(auth, slug, db);
     // The minute-1 pass has read the server and is about to read its baselines when the minute-2
     // pass comes, reads the server too and goes as far as it can.
-    const repo = t.app.get(InsightsRepository);
-    const previousSamples = repo.previousSamples.bind(repo);
-    let reached!: () => void;
-    const atBaselines = new Promise<void>((resolve) => (reached = resolve));
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const spy = jest.spyOn(repo, 'previousSamples').mockImplementationOnce(async (...args) => {
-      reached();
-      await held;
-      return previousSamples(...args);
-    });
+    const baselines = holdFirstCall(t.app.get(InsightsRepository), 'previousSamples');
     try {
       const late = sampler.sampleServer(server, at(1));
-      await atBaselines;
+      await baselines.reached;
       const next = sampler.sampleServer(server, at(2));
       await new Promise((resolve) => setTimeout(resolve, 500));
-      release();
+      baselines.release();
       await Promise.all([late, next]);
     } finally {
-      spy.mockRestore();
+      baselines.restore();
     }
     const rows = await samplesOf(db.id, at(0), at(2));
     expect(rows.map((r) => r.sampled_at)).toEqual([at(0), at(1), at(2)]);
@@ -569,28 +577,18 @@ describe('telemetry passes driven by hand over a database of their own', () => {
     expect(await sampler.sampleServer(server, at(0))).toMatchObject({ sampled: 1 });
     await customerWork(auth, slug, db);
     // The minute-1 pass has read the server; the minute-2 pass is written before it takes its turn.
-    const repo = t.app.get(InsightsRepository);
-    const lockServerSamples = repo.lockServerSamples.bind(repo);
-    let reached!: () => void;
-    const atTurn = new Promise<void>((resolve) => (reached = resolve));
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const spy = jest.spyOn(repo, 'lockServerSamples').mockImplementationOnce(async (key) => {
-      reached();
-      await held;
-      return lockServerSamples(key);
-    });
+    const turn = holdFirstCall(t.app.get(InsightsRepository), 'lockServerSamples');
     let late: Promise<unknown> | undefined;
     try {
       late = sampler.sampleServer(server, at(1));
-      await atTurn;
+      await turn.reached;
       expect(await sampler.sampleServer(server, at(2))).toMatchObject({ sampled: 1 });
-      release();
+      turn.release();
       expect(await late).toMatchObject({ sampled: 0 });
     } finally {
-      release();
+      turn.release();
       await late?.catch(() => undefined);
-      spy.mockRestore();
+      turn.restore();
     }
     const rows = await samplesOf(db.id, at(0), at(2));
     expect(rows.map((r) => r.sampled_at)).toEqual([at(0), at(2)]);
