@@ -229,9 +229,10 @@ const COMMANDS: Record<string, Command> = {
         ]);
         const reconciler = app.get(Reconciler);
         // The telemetry schedule's task is registered where the processors run (TelemetrySchedule,
-        // not part of this process): a pass from here puts the schedule back too.
+        // not part of this process): a pass from here puts the schedule back too, when it was lost
+        // (one there is the processors' own, at their interval).
         const sampler = app.get(TelemetrySampler);
-        reconciler.register(TELEMETRY_SCHEDULE_TASK, () => sampler.ensureSchedule());
+        reconciler.register(TELEMETRY_SCHEDULE_TASK, () => sampler.ensureSchedule({ onlyIfLost: true }));
         // One pass of every task, in this process (jobs it enqueues go to the workers).
         await reconciler.runOnce();
         const tasks = Object.fromEntries(

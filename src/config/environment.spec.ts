@@ -63,7 +63,12 @@ describe('environment validation', () => {
 
   it('refuses a PUBLIC_URL with a query or a fragment (the OAuth issuer, and the base of the links it sends)', () => {
     expect(problemsOf({ PUBLIC_URL: 'https://cp.example/base' })).toEqual([]);
-    for (const bad of ['http://localhost:3000?x=1', 'http://localhost:3000/#f']) {
+    for (const bad of [
+      'http://localhost:3000?x=1',
+      'http://localhost:3000/#f',
+      'http://localhost:3000?',
+      'http://localhost:3000/#',
+    ]) {
       expect(problemsOf({ PUBLIC_URL: bad }).map((p) => p.split(':')[0])).toEqual(['PUBLIC_URL']);
     }
   });

@@ -618,7 +618,7 @@ export class InvalidEnvironmentError extends Error {
 }
 
 /** A part of a URL setting, or undefined when it is not a URL (its own check names that). */
-function urlPart(value: unknown, part: 'pathname' | 'search' | 'hash'): string | undefined {
+function urlPart(value: unknown, part: 'pathname' | 'href'): string | undefined {
   if (typeof value !== 'string' || !URL.canParse(value)) return undefined;
   return new URL(value)[part];
 }
@@ -666,7 +666,8 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
   if (redisDatabase !== undefined && !/^\/?(\d{1,5})?$/.test(redisDatabase)) {
     problems.push('REDIS_URL: its path, if any, must be a database number (e.g. redis://127.0.0.1:6379/0)');
   }
-  if (urlPart(env.PUBLIC_URL, 'search') || urlPart(env.PUBLIC_URL, 'hash')) {
+  // On the text: a bare `?` or `#` leaves the parsed URL's search and hash empty.
+  if (urlPart(env.PUBLIC_URL, 'href') !== undefined && /[?#]/.test(env.PUBLIC_URL)) {
     problems.push(
       'PUBLIC_URL: must have no query or fragment (it is the OAuth issuer, RFC 8414, and the base of the links the service sends)',
     );

@@ -118,15 +118,17 @@ export class TelemetrySampler {
   /**
    * Adds the repeatable schedule job (idempotent: Bull keys it by name and interval), and removes
    * a schedule left by an earlier configuration of the interval. Who calls it, and so which
-   * processes keep the schedule, is TelemetrySchedule's business (QueueProcessorsModule).
+   * processes keep the schedule, is TelemetrySchedule's business (QueueProcessorsModule). With
+   * `onlyIfLost` (the operator CLI's reconcile), a schedule already there is left as it is, whatever
+   * its interval: the processes running the processors keep it at theirs.
    */
-  async ensureSchedule(): Promise<void> {
+  async ensureSchedule({ onlyIfLost = false } = {}): Promise<void> {
     const schedule = JOBS.ScheduleTelemetryPasses;
     await this.jobs.command(schedule.queue, async (queue) => {
-      for (const job of await queue.getRepeatableJobs()) {
-        if (job.name === schedule.name && Number(job.every) !== this.intervalMs) {
-          await queue.removeRepeatableByKey(job.key);
-        }
+      const scheduled = (await queue.getRepeatableJobs()).filter((job) => job.name === schedule.name);
+      if (onlyIfLost && scheduled.length) return;
+      for (const job of scheduled) {
+        if (Number(job.every) !== this.intervalMs) await queue.removeRepeatableByKey(job.key);
       }
       await queue.add(
         schedule.name,

@@ -1,3 +1,4 @@
+import Bull from 'bull';
 import { randomBytes } from 'node:crypto';
 import { verify } from 'jsonwebtoken';
 import { Client } from 'pg';
@@ -336,6 +337,23 @@ describe('operator CLI (dist/src/cli.js)', () => {
         enqueued: expect.objectContaining({ 'database-lifecycle': 1 }),
       });
       expect(Object.values(pass.json!.tasks as Record<string, string>).every((outcome) => outcome === 'ok')).toBe(true);
+      // The schedule it put back is left as it is by a later pass with another interval in its
+      // environment: the processes running the processors keep it at theirs.
+      const schedules = async () => {
+        const queue = new Bull('telemetry', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+          prefix: env.QUEUE_PREFIX,
+        });
+        try {
+          return (await queue.getRepeatableJobs()).map((job) => [job.name, Number(job.every)]);
+        } finally {
+          await queue.close();
+        }
+      };
+      const before = await schedules();
+      expect(before).toHaveLength(1);
+      const again = await runCli(['reconcile'], { ...env, TELEMETRY_INTERVAL_SECONDS: '3599' });
+      expect(again.code).toBe(0);
+      expect(await schedules()).toEqual(before);
     } finally {
       await dropMetadataDatabase(metadataUrl);
     }
