@@ -246,9 +246,10 @@ export class TelemetrySampler {
       recorded += await this.txHost.withTransaction(async () => {
         await this.samples.lockServerSamples(server.key);
         const ids = batch.map((d) => d.id);
-        // A database a later pass has sampled already is left to it: its deltas reach back to the
-        // baseline this pass would take, so this one's would be counted twice.
-        const later = await this.samples.sampledAfter(ids, at);
+        // A database a later pass has sampled already: that sample's deltas reach back to the
+        // baseline this pass takes, so this one records what it observed (up or down, its size, its
+        // counters as read) but no deltas, which would count that stretch's errors and calls twice.
+        const overtaken = await this.samples.sampledAfter(ids, at);
         // The latest sample before `at` (within a day) of each database: the baseline of the deltas.
         const previous = await this.samples.previousSamples(ids, at, {
           counters: counters.size > 0,
@@ -292,6 +293,7 @@ export class TelemetrySampler {
               : null;
           // Not probed (the server did not answer): down, as its probe would have found.
           const isUp = probes[offset * BATCH + i] === 'up';
+          const counted = !overtaken.has(d.id);
           return {
             database_id: d.id,
             workspace_id: d.workspaceId,
@@ -299,21 +301,18 @@ export class TelemetrySampler {
             observed_seconds: observed,
             up_seconds: isUp ? observed : 0,
             size_bytes: c?.sizeBytes ?? null,
-            delta_seconds: statementsSpan,
+            delta_seconds: counted ? statementsSpan : null,
             counters: current,
-            error_deltas: Object.keys(errorDeltas).length ? errorDeltas : null,
+            error_deltas: counted && Object.keys(errorDeltas).length ? errorDeltas : null,
             statements_available: statements !== null,
             statement_calls: calls,
             statement_exec_ms: execMs,
-            statement_calls_delta: callsDelta === null ? null : callsDelta.toString(),
-            statement_exec_ms_delta: execDelta,
+            statement_calls_delta: counted && callsDelta !== null ? callsDelta.toString() : null,
+            statement_exec_ms_delta: counted ? execDelta : null,
           };
         });
         // The samples and the storage they add to each database's month, in one statement.
-        return this.samples.insertSamplesWithStorage(
-          rows.filter((row) => !later.has(row.database_id)),
-          at,
-        );
+        return this.samples.insertSamplesWithStorage(rows, at);
       });
     }
     const result: PassResult = {
