@@ -617,12 +617,6 @@ export class InvalidEnvironmentError extends Error {
   }
 }
 
-/** A part of a URL setting, or undefined when it is not a URL (its own check names that). */
-function urlPart(value: unknown, part: 'pathname' | 'href'): string | undefined {
-  if (typeof value !== 'string' || !URL.canParse(value)) return undefined;
-  return new URL(value)[part];
-}
-
 /** Reads and validates the environment; throws InvalidEnvironmentError naming each bad variable. */
 export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
@@ -662,12 +656,12 @@ export function validateEnvironment(raw: Record<string, unknown>): EnvironmentVa
       'TRUST_PROXY: must be true, false, a number of hops, or a comma-separated list of loopback, linklocal, uniquelocal, addresses and CIDR ranges',
     );
   }
-  const redisDatabase = urlPart(env.REDIS_URL, 'pathname');
-  if (redisDatabase !== undefined && !/^\/?(\d{1,5})?$/.test(redisDatabase)) {
+  // A URL that does not parse is named by its own check.
+  if (URL.canParse(env.REDIS_URL) && !/^\/?(\d{1,5})?$/.test(new URL(env.REDIS_URL).pathname)) {
     problems.push('REDIS_URL: its path, if any, must be a database number (e.g. redis://127.0.0.1:6379/0)');
   }
   // On the text: a bare `?` or `#` leaves the parsed URL's search and hash empty.
-  if (urlPart(env.PUBLIC_URL, 'href') !== undefined && /[?#]/.test(env.PUBLIC_URL)) {
+  if (URL.canParse(env.PUBLIC_URL) && /[?#]/.test(env.PUBLIC_URL)) {
     problems.push(
       'PUBLIC_URL: must have no query or fragment (it is the OAuth issuer, RFC 8414, and the base of the links the service sends)',
     );

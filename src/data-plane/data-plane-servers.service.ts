@@ -331,7 +331,7 @@ export class DataPlaneServers implements OnModuleInit {
       const values = await change(row);
       await this.servers.update(id, values);
       // Read again for what the database wrote too (`updated`); the row is locked, so still there.
-      return (await this.servers.findById(id)) ?? Object.assign(row, values);
+      return (await this.servers.findById(id))!;
     });
     this.cached = undefined;
     return changed;

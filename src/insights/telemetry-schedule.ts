@@ -2,6 +2,9 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestj
 import { Reconciler } from '../queues/reconciler';
 import { TelemetrySampler } from './telemetry-sampler.service';
 
+/** The reconcile task that puts the schedule back (registered by TelemetrySchedule, and by the CLI's reconcile). */
+export const TELEMETRY_SCHEDULE_TASK = 'telemetry-schedule';
+
 /**
  * Keeps the telemetry queue's repeatable `schedule-passes` job: adds it at boot, and registers the
  * reconcile task that puts it back when Redis lost it. Part of QueueProcessorsModule, so a process
@@ -9,9 +12,6 @@ import { TelemetrySampler } from './telemetry-sampler.service';
  * WORKERS=off), whatever WORKERS says in its environment: the worker of docker-compose.yml shares
  * the API's environment, WORKERS=off included.
  */
-/** The reconcile task that puts the schedule back (registered by TelemetrySchedule, and by the CLI's reconcile). */
-export const TELEMETRY_SCHEDULE_TASK = 'telemetry-schedule';
-
 @Injectable()
 export class TelemetrySchedule implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger(TelemetrySchedule.name);

@@ -77,7 +77,6 @@ export class Reconciler implements OnApplicationShutdown {
           throw new Error(`${tally.notEnqueued} jobs it owed could not be enqueued (Redis away or refusing)`);
         }
         runs.ok++;
-        delete runs.lastError;
       } catch (err) {
         runs.failed++;
         // The message and stack only: a failed query's error also carries its parameters.
